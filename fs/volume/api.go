@@ -1,0 +1,158 @@
+package volume
+
+import "strconv"
+
+// This file is the contract between the volume core and its users (the FUSE
+// adapter in fs/fuse, fsck and the command line, tests). It lists the types
+// that cross the boundary and, in the comment below, the methods of *Volume.
+// Change it deliberately: fs/fuse is written against it.
+//
+// Conventions:
+//   - Inode numbers are uint64 (type Ino); RootIno is 1. A (Ino, Gen) pair is
+//     never reused, so the FUSE adapter uses Ino as the node ID and Gen as the
+//     generation.
+//   - Every error returned wraps (with %w) one of the errno sentinels in
+//     errors.go, so errors.Is(err, syscall.ENOENT) and errors.As(err,
+//     &syscall.Errno) work; corruption wraps ErrCorrupt as well.
+//   - Entry-returning calls (Lookup, Create, Mknod, Mkdir, Symlink, Link and
+//     ReadDirPlus entries) add one to the inode's kernel lookup count when
+//     Options.TrackLookups is set; Forget(ino, n) subtracts. An inode whose
+//     link count and lookup count and open count are all zero is freed. Without
+//     TrackLookups (in-process use) only links and opens keep an inode alive.
+//   - Context carries the caller's credentials for new inodes and the
+//     sticky-bit check; permission checks against mode bits are the kernel's
+//     (default_permissions), not the volume's.
+//
+// Methods (names fixed; parameters may grow an options struct):
+//
+//	Mkfs(dev device.Device, opts MkfsOptions) error
+//	Open(dev device.Device, opts Options) (*Volume, error)
+//	(*Volume) Close() error                       // flush, checkpoint, mark clean
+//	(*Volume) Lookup(ctx Context, parent Ino, name string) (Attr, error)
+//	(*Volume) Forget(ino Ino, n uint64)
+//	(*Volume) GetAttr(ino Ino) (Attr, error)
+//	(*Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error)
+//	(*Volume) Mknod(ctx Context, parent Ino, name string, mode, rdev uint32) (Attr, error)
+//	(*Volume) Mkdir(ctx Context, parent Ino, name string, mode uint32) (Attr, error)
+//	(*Volume) Symlink(ctx Context, parent Ino, name, target string) (Attr, error)
+//	(*Volume) Link(ctx Context, ino, newParent Ino, newName string) (Attr, error)
+//	(*Volume) Unlink(ctx Context, parent Ino, name string) error
+//	(*Volume) Rmdir(ctx Context, parent Ino, name string) error
+//	(*Volume) Rename(ctx Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) error
+//	(*Volume) Readlink(ino Ino) (string, error)
+//	(*Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags uint32) (Attr, *Handle, error)
+//	(*Volume) OpenFile(ino Ino, flags uint32) (*Handle, error)
+//	(*Handle) ReadAt(p []byte, off int64) (int, error)   // holes read as zeros; short at EOF
+//	(*Handle) ReadPlan(off int64, n int) (ReadPlan, error) // zero-copy: device range, or bytes
+//	(*Handle) WriteAt(p []byte, off int64) (int, error)  // O_APPEND handled by caller offset
+//	(*Handle) Flush() error                              // delayed allocation happens here at latest
+//	(*Handle) Fsync(datasync bool) error
+//	(*Handle) Release() error
+//	(*Volume) Fsync(ino Ino, datasync bool) error        // also for directories (fsyncdir)
+//	(*Volume) ReadDir(dir Ino, cookie uint64, fn func(DirEntry) bool) error
+//	(*Volume) StatFS() StatFS
+//	(*Volume) SetXattr(ino Ino, name string, value []byte, flags uint32) error
+//	(*Volume) GetXattr(ino Ino, name string) ([]byte, error)
+//	(*Volume) ListXattr(ino Ino) ([]string, error)
+//	(*Volume) RemoveXattr(ino Ino, name string) error
+//	(*Volume) Fallocate(ino Ino, mode uint32, off, length int64) error
+//	(*Volume) Lseek(ino Ino, off int64, whence int) (int64, error) // SEEK_DATA / SEEK_HOLE
+//	(*Volume) Check() []Problem
+//	(*Volume) Sync() error                               // commit everything now
+
+// Ino is an inode number. RootIno is the root directory.
+type Ino uint64
+
+const RootIno Ino = 1
+
+// Attr is what stat(2) reports about an inode. Times are Unix nanoseconds.
+type Attr struct {
+	Ino     Ino
+	Gen     uint64
+	Mode    uint32 // type bits (syscall.S_IFREG, ...) and permission bits
+	Nlink   uint32
+	Uid     uint32
+	Gid     uint32
+	Rdev    uint32
+	Size    uint64
+	Blocks  uint64 // 512-byte units actually allocated (inline data counts 0)
+	Blksize uint32
+	Atime   int64
+	Mtime   int64
+	Ctime   int64
+}
+
+// Context is the identity of the caller of an operation.
+type Context struct {
+	Uid, Gid uint32
+	Pid      uint32
+}
+
+// SetAttrIn selects which attributes SetAttr changes (Valid bits) and to what.
+type SetAttrIn struct {
+	Valid SetAttrMask
+	Mode  uint32 // permission bits only; the type never changes
+	Uid   uint32
+	Gid   uint32
+	Size  uint64
+	Atime int64 // ignored when the matching *Now bit is set
+	Mtime int64
+}
+
+type SetAttrMask uint32
+
+const (
+	SetMode SetAttrMask = 1 << iota
+	SetUid
+	SetGid
+	SetSize
+	SetAtime
+	SetMtime
+	SetAtimeNow
+	SetMtimeNow
+	SetCtime // ctime is always bumped on change; this sets it explicitly
+)
+
+// DirEntry is one entry handed to a ReadDir callback. Cookie is the value to
+// pass back to ReadDir to continue after this entry; it stays valid while
+// the directory changes (an entry added after a listing started may or may
+// not appear; no entry is returned twice or skipped).
+type DirEntry struct {
+	Name   string
+	Ino    Ino
+	Mode   uint32 // type bits only
+	Cookie uint64
+}
+
+// StatFS is what statfs(2) reports: true figures for df and df -i.
+type StatFS struct {
+	BlockSize   uint32
+	Blocks      uint64
+	BlocksFree  uint64
+	BlocksAvail uint64
+	Files       uint64 // inode capacity
+	FilesFree   uint64
+	NameMax     uint32
+}
+
+// ReadPlan says how to answer a read: Bytes is set when the data is in
+// memory (inline files, dirty buffers, holes); otherwise DevOff/Len is one
+// contiguous device range the caller may read directly (zero-copy).
+type ReadPlan struct {
+	Bytes  []byte
+	DevOff int64
+	Len    int
+}
+
+// Problem is one inconsistency found by Check.
+type Problem struct {
+	Ino  Ino
+	What string
+}
+
+func (p Problem) String() string {
+	if p.Ino == 0 {
+		return p.What
+	}
+	return "inode " + strconv.FormatUint(uint64(p.Ino), 10) + ": " + p.What
+}
