@@ -1,0 +1,216 @@
+package mountopt
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Config is everything a mount is told by its options. Defaults returns
+// the starting point; each field comment states its default.
+type Config struct {
+	// ReadOnly opens the volume read-only and mounts with MS_RDONLY
+	// (option ro). Default false.
+	ReadOnly bool
+	// Flags are the MS_* flags for the kernel, ReadOnly's MS_RDONLY
+	// included. Default MS_NODEV|MS_NOSUID, as FUSE mounts have always
+	// been; dev and suid clear them.
+	Flags uintptr
+	// AllowOther lets users other than the mounter reach the files
+	// (allow_other). Default false. Permissions are checked by the kernel
+	// either way (default_permissions is always on).
+	AllowOther bool
+	// FsName is the source column of /proc/mounts and df (fsname=).
+	// Default: the device path as given.
+	FsName string
+	// CommitInterval bounds how much a crash can lose without fsync
+	// (commit_interval=). Default 5s.
+	CommitInterval time.Duration
+	// EntryTimeout, AttrTimeout and NegativeTimeout are how long the
+	// kernel caches names, attributes and absent names (entry_timeout=,
+	// attr_timeout=, negative_timeout=). smallfs is the only writer of its
+	// device, so long timeouts are safe. Default 1h each.
+	EntryTimeout, AttrTimeout, NegativeTimeout time.Duration
+	// LogLevel is the lowest level logged (log_level=). Default info.
+	LogLevel logrus.Level
+	// LogFormat is "text" or "json" (log_format=). Default text.
+	LogFormat string
+	// LogFile is where a background daemon logs: a path, or "syslog"
+	// (log_file=). Empty means the default file (see the command's manual);
+	// a foreground mount logs to stderr unless it is set.
+	LogFile string
+	// Debug logs every FUSE request and sets LogLevel to debug (debug, -d).
+	// Default false.
+	Debug bool
+	// MetricsAddr, when set, is a loopback host:port where the daemon
+	// serves Prometheus metrics (metrics_addr=). Default off.
+	MetricsAddr string
+	// Ignored lists the options accepted without effect (fstab and mount(8)
+	// bookkeeping such as noauto, nofail, x-systemd.*), for the log.
+	Ignored []string
+}
+
+// Defaults returns the configuration before any option is applied.
+func Defaults() Config {
+	return Config{
+		Flags:           syscall.MS_NODEV | syscall.MS_NOSUID,
+		CommitInterval:  5 * time.Second,
+		EntryTimeout:    time.Hour,
+		AttrTimeout:     time.Hour,
+		NegativeTimeout: time.Hour,
+		LogLevel:        logrus.InfoLevel,
+		LogFormat:       "text",
+	}
+}
+
+// Apply applies one comma-separated option list (the argument of one -o)
+// in order; a later option overrides an earlier one, as with mount(8).
+// Values may be double-quoted to hold commas (comment="a,b"). Every bad
+// option is reported, joined in one error; c changes only if there is none.
+func (c *Config) Apply(list string) error {
+	next := *c
+	next.Ignored = slices.Clone(c.Ignored)
+	var errs []error
+	for _, opt := range split(list) {
+		if err := next.applyOne(opt); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return joinErrors(errs)
+	}
+	*c = next
+	return nil
+}
+
+func (c *Config) applyOne(opt string) error {
+	if opt == "" {
+		return nil
+	}
+	if isIgnoredPrefix(opt) {
+		c.Ignored = append(c.Ignored, opt)
+		return nil
+	}
+	if g, ok := generics[opt]; ok {
+		c.applyGeneric(opt, g)
+		return nil
+	}
+	name, value, hasValue := strings.Cut(opt, "=")
+	s, ok := specByName(name)
+	if !ok {
+		return fmt.Errorf("%q: %w", opt, ErrUnknownOption)
+	}
+	if s.Value == "" && hasValue {
+		return fmt.Errorf("%q: %s takes no value: %w", opt, name, ErrBadValue)
+	}
+	if s.Value != "" && !hasValue {
+		return fmt.Errorf("%q: %s needs a value (%s=%s): %w", opt, name, name, s.Value, ErrBadValue)
+	}
+	if err := s.apply(c, value); err != nil {
+		return fmt.Errorf("%q: %w: %w", opt, ErrBadValue, err)
+	}
+	return nil
+}
+
+func (c *Config) applyGeneric(opt string, g generic) {
+	switch g.effect {
+	case ignored:
+		c.Ignored = append(c.Ignored, opt)
+	case setFlag:
+		c.Flags |= g.flag
+	case clearFlag:
+		c.Flags &^= g.flag
+	case readOnly:
+		c.ReadOnly = true
+		c.Flags |= g.flag
+	case readWrite:
+		c.ReadOnly = false
+		c.Flags &^= g.flag
+	}
+}
+
+// KernelOptions renders Flags as the option names fusermount3 and
+// mount(8) understand, in a fixed order: ro or rw first, then the set
+// flags. Dev and suid are spelled out when allowed, because FUSE helpers
+// otherwise add nodev and nosuid.
+func (c Config) KernelOptions() []string {
+	out := []string{"rw"}
+	if c.Flags&syscall.MS_RDONLY != 0 {
+		out[0] = "ro"
+	}
+	for _, name := range kernelOrder {
+		g := generics[name]
+		set := c.Flags&g.flag != 0
+		if (g.effect == setFlag && set) || (g.effect == clearFlag && !set && alwaysSpelled[name]) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// kernelOrder fixes the order of KernelOptions.
+var kernelOrder = []string{
+	"dev", "nodev", "suid", "nosuid", "noexec", "noatime", "nodiratime",
+	"relatime", "strictatime", "lazytime", "sync", "dirsync",
+}
+
+var alwaysSpelled = map[string]bool{"dev": true, "suid": true}
+
+// String is the effective configuration as one option list, for the log
+// line a mount writes once.
+func (c Config) String() string {
+	parts := c.KernelOptions()
+	if c.AllowOther {
+		parts = append(parts, "allow_other")
+	}
+	if c.Debug {
+		parts = append(parts, "debug")
+	}
+	if c.FsName != "" {
+		parts = append(parts, "fsname="+c.FsName)
+	}
+	parts = append(parts,
+		"commit_interval="+c.CommitInterval.String(),
+		"entry_timeout="+c.EntryTimeout.String(),
+		"attr_timeout="+c.AttrTimeout.String(),
+		"negative_timeout="+c.NegativeTimeout.String(),
+		"log_level="+c.LogLevel.String(),
+		"log_format="+c.LogFormat)
+	if c.LogFile != "" {
+		parts = append(parts, "log_file="+c.LogFile)
+	}
+	if c.MetricsAddr != "" {
+		parts = append(parts, "metrics_addr="+c.MetricsAddr)
+	}
+	return strings.Join(parts, ",")
+}
+
+// maxSeconds keeps a parsed time far from time.Duration's overflow.
+const maxSeconds = 1e9
+
+// parseSeconds reads a time the way FUSE options write it (seconds, maybe
+// fractional: 2.5) or as a Go duration (500ms, 1h).
+func parseSeconds(v string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		switch {
+		case !(f >= 0): // also NaN
+			return 0, fmt.Errorf("%s is not a time in seconds", v)
+		case f > maxSeconds:
+			return 0, fmt.Errorf("%s seconds is too long", v)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q is neither seconds nor a duration such as 500ms", v)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%s is negative", v)
+	}
+	return d, nil
+}

@@ -1,0 +1,226 @@
+package mountopt
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+func TestApplyGeneric(t *testing.T) {
+	for _, tc := range []struct {
+		opts    string
+		kernel  string
+		ro      bool
+		ignored []string
+	}{
+		{"", "rw,nodev,nosuid", false, nil},
+		{"defaults", "rw,nodev,nosuid", false, []string{"defaults"}},
+		{"ro", "ro,nodev,nosuid", true, nil},
+		{"ro,rw", "rw,nodev,nosuid", false, nil},
+		{"dev,suid", "rw,dev,suid", false, nil},
+		{"nodev,nosuid,noexec,noatime", "rw,nodev,nosuid,noexec,noatime", false, nil},
+		{"noexec,exec", "rw,nodev,nosuid", false, nil},
+		{"relatime,nodiratime,sync,dirsync,lazytime", "rw,nodev,nosuid,nodiratime,relatime,lazytime,sync,dirsync", false, nil},
+		{"noatime,atime,strictatime", "rw,nodev,nosuid,strictatime", false, nil},
+		{"user,users,auto,noauto,nofail,_netdev,x-systemd.automount,comment=\"a,b\"", "rw,nodev,nosuid", false,
+			[]string{"user", "users", "auto", "noauto", "nofail", "_netdev", "x-systemd.automount", "comment=a,b"}},
+	} {
+		c := Defaults()
+		if err := c.Apply(tc.opts); err != nil {
+			t.Errorf("Apply(%q): %v", tc.opts, err)
+			continue
+		}
+		if got := strings.Join(c.KernelOptions(), ","); got != tc.kernel {
+			t.Errorf("Apply(%q): kernel options %q, want %q", tc.opts, got, tc.kernel)
+		}
+		if c.ReadOnly != tc.ro || (c.Flags&syscall.MS_RDONLY != 0) != tc.ro {
+			t.Errorf("Apply(%q): ReadOnly %v flags %#x, want ro=%v", tc.opts, c.ReadOnly, c.Flags, tc.ro)
+		}
+		if !reflect.DeepEqual(c.Ignored, tc.ignored) {
+			t.Errorf("Apply(%q): ignored %q, want %q", tc.opts, c.Ignored, tc.ignored)
+		}
+	}
+}
+
+func TestApplySmallfsOptions(t *testing.T) {
+	c := Defaults()
+	err := c.Apply("commit_interval=2.5,entry_timeout=0,attr_timeout=500ms,negative_timeout=10," +
+		"allow_other,default_permissions,fsname=img,subtype=x,log_level=warn,log_format=json," +
+		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Defaults()
+	want.CommitInterval = 2500 * time.Millisecond
+	want.EntryTimeout = 0
+	want.AttrTimeout = 500 * time.Millisecond
+	want.NegativeTimeout = 10 * time.Second
+	want.AllowOther = true
+	want.FsName = "img"
+	want.LogLevel = logrus.WarnLevel
+	want.LogFormat = "json"
+	want.LogFile = "/tmp/l"
+	want.MetricsAddr = "127.0.0.1:9567"
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+}
+
+func TestDebugRaisesLevel(t *testing.T) {
+	c := Defaults()
+	if err := c.Apply("log_level=trace,debug"); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Debug || c.LogLevel != logrus.TraceLevel {
+		t.Errorf("debug after trace: Debug %v level %v, want true trace", c.Debug, c.LogLevel)
+	}
+	c = Defaults()
+	if err := c.Apply("debug"); err != nil {
+		t.Fatal(err)
+	}
+	if c.LogLevel != logrus.DebugLevel {
+		t.Errorf("debug: level %v, want debug", c.LogLevel)
+	}
+}
+
+func TestApplyErrors(t *testing.T) {
+	for _, tc := range []struct {
+		opts string
+		want error
+		msgs []string
+	}{
+		{"bogus", ErrUnknownOption, []string{`"bogus"`}},
+		{"allow_root", ErrUnknownOption, nil},
+		{"allow_other=1", ErrBadValue, []string{"takes no value"}},
+		{"log_level", ErrBadValue, []string{"needs a value"}},
+		{"commit_interval=0", ErrBadValue, []string{"positive"}},
+		{"commit_interval=-1", ErrBadValue, nil},
+		{"commit_interval=NaN", ErrBadValue, nil},
+		{"commit_interval=1e300", ErrBadValue, []string{"too long"}},
+		{"entry_timeout=soon", ErrBadValue, []string{"neither seconds"}},
+		{"entry_timeout=-1s", ErrBadValue, []string{"negative"}},
+		{"log_level=panic", ErrBadValue, nil},
+		{"log_format=xml", ErrBadValue, nil},
+		{"log_file=", ErrBadValue, nil},
+		{"metrics_addr=0.0.0.0:9567", ErrBadValue, []string{"not a loopback"}},
+		{"metrics_addr=9567", ErrBadValue, nil},
+		{"bogus,log_format=xml", ErrUnknownOption, []string{`"bogus"`, `"log_format=xml"`}},
+	} {
+		c := Defaults()
+		c.Ignored = []string{"keep"}
+		before := c.String()
+		err := c.Apply("ro," + tc.opts)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("Apply(%q) = %v, want %v", tc.opts, err, tc.want)
+			continue
+		}
+		for _, m := range tc.msgs {
+			if !strings.Contains(err.Error(), m) {
+				t.Errorf("Apply(%q) = %q, want it to mention %s", tc.opts, err, m)
+			}
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("Apply(%q): error spans lines: %q", tc.opts, err)
+		}
+		if c.String() != before || c.ReadOnly || len(c.Ignored) != 1 {
+			t.Errorf("Apply(%q) failed but changed the config to %s", tc.opts, c)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	c := Defaults()
+	if err := c.Apply("ro,allow_other,debug,fsname=d,log_file=syslog,metrics_addr=localhost:1"); err != nil {
+		t.Fatal(err)
+	}
+	want := "ro,nodev,nosuid,allow_other,debug,fsname=d,commit_interval=5s,entry_timeout=1h0m0s," +
+		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,log_level=debug,log_format=text," +
+		"log_file=syslog,metrics_addr=localhost:1"
+	if got := c.String(); got != want {
+		t.Errorf("String() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestSpecsAreApplicable(t *testing.T) {
+	for _, s := range Specs() {
+		opt := s.Name
+		if s.Value != "" {
+			opt += "=" + map[string]string{
+				"DURATION": "3", "SECONDS": "3", "NAME": "n", "TYPE": "t", "LEVEL": "debug",
+				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80",
+			}[s.Value]
+		}
+		c := Defaults()
+		if err := c.Apply(opt); err != nil {
+			t.Errorf("spec %s: Apply(%q): %v", s.Name, opt, err)
+		}
+		if s.Help == "" || strings.Contains(s.Flag(), "_") {
+			t.Errorf("spec %s: help %q flag %q", s.Name, s.Help, s.Flag())
+		}
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		dev    string
+		mnt    string
+		fg     bool
+		config string // options applied to Defaults for the expected config
+	}{
+		{[]string{"img", "/mnt"}, "img", "/mnt", false, ""},
+		{[]string{"img", "/mnt", "-o", "ro,noatime", "-o", "rw"}, "img", "/mnt", false, "ro,noatime,rw"},
+		{[]string{"-o", "ro", "-f", "img", "/mnt"}, "img", "/mnt", true, "ro"},
+		{[]string{"-oro", "smallfs#img", "/mnt", "-fd"}, "img", "/mnt", true, "ro,debug"},
+		{[]string{"-s", "-v", "-n", "-t", "fuse.smallfs", "img", "/mnt"}, "img", "/mnt", false, ""},
+		{[]string{"-f", "--", "-img", "/mnt"}, "-img", "/mnt", true, ""},
+	} {
+		got, err := ParseArgs(tc.args)
+		if err != nil {
+			t.Errorf("ParseArgs(%q): %v", tc.args, err)
+			continue
+		}
+		want := Args{Device: tc.dev, Mountpoint: tc.mnt, Foreground: tc.fg, Config: Defaults()}
+		if err := want.Config.Apply(tc.config); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("ParseArgs(%q) =\n%+v\nwant\n%+v", tc.args, got, want)
+		}
+	}
+}
+
+func TestParseArgsHelpVersion(t *testing.T) {
+	if a, err := ParseArgs([]string{"img", "--help", "-o", "bogus"}); err != nil || !a.Help {
+		t.Errorf("--help: %+v, %v", a, err)
+	}
+	if a, err := ParseArgs([]string{"-V"}); err != nil || !a.Version {
+		t.Errorf("-V: %+v, %v", a, err)
+	}
+}
+
+func TestParseArgsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want error
+	}{
+		{nil, ErrUsage},
+		{[]string{"img"}, ErrUsage},
+		{[]string{"img", "/mnt", "extra"}, ErrUsage},
+		{[]string{"img", "/mnt", "-o"}, ErrUsage},
+		{[]string{"img", "/mnt", "-x"}, ErrUsage},
+		{[]string{"img", "/mnt", "-t", "ext4"}, ErrUsage},
+		{[]string{"smallfs#", "/mnt"}, ErrUsage},
+		{[]string{"img", "/mnt", "-o", "bogus", "-o", "log_level=x"}, ErrUnknownOption},
+		{[]string{"img", "/mnt", "-o", "bogus", "-o", "log_level=x"}, ErrBadValue},
+	} {
+		if _, err := ParseArgs(tc.args); !errors.Is(err, tc.want) {
+			t.Errorf("ParseArgs(%q) = %v, want %v", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package mountopt
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Spec describes one option smallfs itself understands. The command builds
+// its --help text and the flags of `smallfs mount` from Specs, so the two
+// forms cannot drift apart.
+type Spec struct {
+	Name    string // as written after -o; the flag is --name with '-' for '_'
+	Value   string // placeholder for the value; empty for a switch
+	Default string // as shown in help
+	Help    string
+	apply   func(c *Config, v string) error
+}
+
+// Flag is the spelling of the option as a long flag of `smallfs mount`.
+func (s Spec) Flag() string { return strings.ReplaceAll(s.Name, "_", "-") }
+
+// Specs lists smallfs's own options in the order help shows them.
+func Specs() []Spec { return specs }
+
+func specByName(name string) (Spec, bool) {
+	for _, s := range specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+var specs = []Spec{
+	{Name: "commit_interval", Value: "DURATION", Default: "5s",
+		Help: "commit metadata at least this often; a crash loses at most this much unsynced work",
+		apply: func(c *Config, v string) error {
+			d, err := parseSeconds(v)
+			if err == nil && d == 0 {
+				err = fmt.Errorf("must be positive")
+			}
+			c.CommitInterval = d
+			return err
+		}},
+	{Name: "entry_timeout", Value: "SECONDS", Default: "1h",
+		Help:  "how long the kernel caches names",
+		apply: durationField(func(c *Config) *time.Duration { return &c.EntryTimeout })},
+	{Name: "attr_timeout", Value: "SECONDS", Default: "1h",
+		Help:  "how long the kernel caches attributes",
+		apply: durationField(func(c *Config) *time.Duration { return &c.AttrTimeout })},
+	{Name: "negative_timeout", Value: "SECONDS", Default: "1h",
+		Help:  "how long the kernel caches absent names",
+		apply: durationField(func(c *Config) *time.Duration { return &c.NegativeTimeout })},
+	{Name: "allow_other", Help: "let other users reach the files (permissions still apply)",
+		apply: func(c *Config, _ string) error { c.AllowOther = true; return nil }},
+	{Name: "default_permissions", Help: "accepted; always on: the kernel checks permissions",
+		apply: func(_ *Config, _ string) error { return nil }},
+	{Name: "fsname", Value: "NAME", Default: "the device",
+		Help:  "source shown by mount and df",
+		apply: func(c *Config, v string) error { c.FsName = v; return nil }},
+	{Name: "subtype", Value: "TYPE", Help: "accepted and ignored: the type is always fuse.smallfs",
+		apply: func(_ *Config, _ string) error { return nil }},
+	{Name: "log_level", Value: "LEVEL", Default: "info",
+		Help: "trace, debug, info, warning, error",
+		apply: func(c *Config, v string) error {
+			l, err := logrus.ParseLevel(v)
+			if err != nil || l < logrus.ErrorLevel {
+				return fmt.Errorf("want one of trace, debug, info, warning, error")
+			}
+			c.LogLevel = l
+			return nil
+		}},
+	{Name: "log_format", Value: "FORMAT", Default: "text",
+		Help: "text or json",
+		apply: func(c *Config, v string) error {
+			if v != "text" && v != "json" {
+				return fmt.Errorf("want text or json")
+			}
+			c.LogFormat = v
+			return nil
+		}},
+	{Name: "log_file", Value: "PATH", Default: "see LOGS",
+		Help: "log file of the background daemon, or syslog",
+		apply: func(c *Config, v string) error {
+			if v == "" {
+				return fmt.Errorf("empty path")
+			}
+			c.LogFile = v
+			return nil
+		}},
+	{Name: "debug", Help: "log every FUSE request; implies log_level=debug",
+		apply: func(c *Config, _ string) error {
+			c.Debug = true
+			c.LogLevel = max(c.LogLevel, logrus.DebugLevel)
+			return nil
+		}},
+	{Name: "metrics_addr", Value: "HOST:PORT", Default: "off",
+		Help: "serve Prometheus metrics on this loopback address",
+		apply: func(c *Config, v string) error {
+			if err := checkLoopback(v); err != nil {
+				return err
+			}
+			c.MetricsAddr = v
+			return nil
+		}},
+}
+
+func durationField(field func(*Config) *time.Duration) func(_ *Config, _ string) error {
+	return func(c *Config, v string) error {
+		d, err := parseSeconds(v)
+		*field(c) = d
+		return err
+	}
+}
+
+// checkLoopback refuses metrics addresses other machines could reach: the
+// figures are unauthenticated.
+func checkLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return fmt.Errorf("want HOST:PORT, such as 127.0.0.1:9567")
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s is not a loopback address", host)
+	}
+	return nil
+}
