@@ -1,0 +1,141 @@
+package control
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/smallfs/smallfs/accounting"
+)
+
+func sample() Stats {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return Stats{
+		Version: "v1", Pid: 42, Device: "/img", Mountpoint: "/mnt", Options: "rw",
+		Started: t0, Taken: t0.Add(90 * time.Second),
+		Space: &Space{BlockSize: 4096, Blocks: 100, BlocksFree: 75, BlocksAvail: 75, Files: 10, FilesFree: 9},
+		Alloc: &Alloc{FreeBlocks: 75, FreeExtents: 2, LargestFree: 64, Score: 0.25, Histogram: []uint64{0, 1, 0, 1}},
+		Ops:   []Op{{Name: "LOOKUP", Count: 10, Errors: 1, Total: 10 * time.Millisecond, Max: 3 * time.Millisecond}},
+		Accounting: accounting.Snapshot{Layers: []accounting.LayerStat{{
+			Name:     "iobuf",
+			Types:    []accounting.TypeStat{{Name: "4KiB", Live: 2, Bytes: 8192, Peak: 12288, Total: 5}},
+			Counters: []accounting.CounterStat{{Name: "4KiB.misses", Value: 3}},
+		}}},
+		Runtime: Runtime{HeapBytes: 1 << 20, Goroutines: 7},
+	}
+}
+
+func TestFetchRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run", "s.sock")
+	want := sample()
+	srv, err := Listen(path, func() Stats { return want })
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	got, err := Fetch(path, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Pid != 42 || got.Space == nil || got.Space.Blocks != 100 || len(got.Ops) != 1 ||
+		got.Ops[0].Max != 3*time.Millisecond || !got.Started.Equal(want.Started) ||
+		len(got.Accounting.Layers) != 1 || got.Accounting.Layers[0].Types[0].Peak != 12288 {
+		t.Errorf("Fetch = %+v", got)
+	}
+	if _, err := Listen(path, nil); !errors.Is(err, ErrInUse) {
+		t.Errorf("second Listen = %v, want ErrInUse", err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket left after Close: %v", err)
+	}
+	if _, err := Fetch(path, time.Second); !errors.Is(err, ErrNoDaemon) {
+		t.Errorf("Fetch after Close = %v, want ErrNoDaemon", err)
+	}
+}
+
+func TestListenReplacesStaleSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close() // the file stays, as after kill -9
+	if _, err := Fetch(path, time.Second); !errors.Is(err, ErrNoDaemon) {
+		t.Errorf("Fetch on a stale socket = %v, want ErrNoDaemon", err)
+	}
+	srv, err := Listen(path, sample)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	defer srv.Close()
+	if _, err := Fetch(path, 5*time.Second); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestBadRequest(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	srv, err := Listen(path, sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for req, want := range map[string]string{"nonsense\n": "malformed", `{"op":"x"}` + "\n": "unknown request"} {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(req))
+		buf := make([]byte, 200)
+		n, _ := c.Read(buf)
+		c.Close()
+		if !strings.Contains(string(buf[:n]), want) {
+			t.Errorf("request %q: answer %q, want %q", req, buf[:n], want)
+		}
+	}
+}
+
+func TestDevName(t *testing.T) {
+	for dev, want := range map[uint64]string{0x801: "8:1", 0x28: "0:40"} {
+		if got := DevName(dev); got != want {
+			t.Errorf("DevName(%#x) = %s, want %s", dev, got, want)
+		}
+	}
+	// Linux's new_encode_dev of major 259, minor 300000.
+	const major, minor = 259, 300000
+	dev := uint64(minor&0xff) | uint64(major&0xfff)<<8 | uint64(minor&^0xff)<<12 | uint64(major&^0xfff)<<32
+	if got := DevName(dev); got != "259:300000" {
+		t.Errorf("DevName(%#x) = %s, want 259:300000", dev, got)
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	st := sample()
+	prev := sample()
+	prev.Taken = st.Taken.Add(-2 * time.Second)
+	prev.Ops[0].Count = 4
+	var b strings.Builder
+	if err := WriteText(&b, st, &prev); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"pid 42", "up 1m30s", "25.0% used", "largest 64", "fragmentation  0.2500", "2:1 8:1",
+		"LOOKUP", "1ms", "3.0", "iobuf/4KiB", "12288", "iobuf.4KiB.misses", "7 goroutines",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+}

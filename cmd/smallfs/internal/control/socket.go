@@ -1,0 +1,177 @@
+package control
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+var (
+	// ErrNoDaemon is returned by Fetch when no daemon listens on the socket
+	// (it is missing, or left behind by a daemon that was killed).
+	ErrNoDaemon = errors.New("no smallfs daemon answers")
+	// ErrInUse is returned by Listen when a live daemon already serves the
+	// socket path.
+	ErrInUse = errors.New("control socket in use by another daemon")
+)
+
+// EnvRunDir overrides where sockets and statedumps live (tests, unusual
+// systems); the daemon and the stats command must agree on it.
+const EnvRunDir = "SMALLFS_RUN_DIR"
+
+// RunDir is the directory for control sockets and statedumps:
+// $SMALLFS_RUN_DIR, else /run/smallfs for root, else
+// $XDG_RUNTIME_DIR/smallfs, else smallfs-UID in the temporary directory.
+func RunDir() string {
+	if d := os.Getenv(EnvRunDir); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/run/smallfs"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "smallfs")
+	}
+	return filepath.Join(os.TempDir(), "smallfs-"+strconv.Itoa(os.Geteuid()))
+}
+
+// SocketPath names the socket of the mount whose st_dev is dev
+// ("major:minor" as in mountinfo). The kernel gives every mounted FUSE
+// connection its own device number, so the name is unique while mounted,
+// and a client finds it from mountinfo without touching the mount.
+func SocketPath(runDir, dev string) string {
+	return filepath.Join(runDir, "smallfs-"+dev+".sock")
+}
+
+// DevName renders a stat st_dev as mountinfo writes it.
+func DevName(dev uint64) string {
+	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+	minor := dev&0xff | (dev>>12)&^0xff
+	return strconv.FormatUint(major, 10) + ":" + strconv.FormatUint(minor, 10)
+}
+
+type request struct {
+	Op string `json:"op"`
+}
+
+type response struct {
+	Stats *Stats `json:"stats,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Server answers stats requests on a unix socket. Each connection sends
+// one JSON request line and gets one JSON response line.
+type Server struct {
+	ln     *net.UnixListener
+	path   string
+	source func() Stats
+	wg     sync.WaitGroup
+}
+
+// Listen creates the socket at path (mode 0600, its directory 0700),
+// replacing a stale one that nobody answers on.
+func Listen(path string, source func() Stats) (*Server, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", path, ErrInUse)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	// The figures are the owner's business. The umask may have left the
+	// socket open for a moment, but the directory is the owner's alone
+	// when Listen made it.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	s := &Server{ln: ln, path: path, source: source}
+	s.wg.Add(1)
+	go s.serve()
+	return s, nil
+}
+
+// Path is where the server listens.
+func (s *Server) Path() string { return s.path }
+
+// Close stops listening, removes the socket and waits for open requests.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(c)
+		}()
+	}
+}
+
+func (s *Server) handle(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	var req request
+	var resp response
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	switch {
+	case err != nil:
+		return
+	case json.Unmarshal(line, &req) != nil:
+		resp.Error = "malformed request"
+	case req.Op != "stats":
+		resp.Error = fmt.Sprintf("unknown request %q", req.Op)
+	default:
+		st := s.source()
+		resp.Stats = &st
+	}
+	_ = json.NewEncoder(c).Encode(resp)
+}
+
+// Fetch asks the daemon listening at path for its figures.
+func Fetch(path string, timeout time.Duration) (Stats, error) {
+	c, err := net.DialTimeout("unix", path, timeout)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return Stats{}, fmt.Errorf("%s: %w", path, ErrNoDaemon)
+		}
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if err := json.NewEncoder(c).Encode(request{Op: "stats"}); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	var resp response
+	if err := json.NewDecoder(c).Decode(&resp); err != nil {
+		return Stats{}, fmt.Errorf("stats: bad answer from the daemon: %w", err)
+	}
+	if resp.Error != "" || resp.Stats == nil {
+		return Stats{}, fmt.Errorf("stats: daemon refused: %s", resp.Error)
+	}
+	return *resp.Stats, nil
+}

@@ -1,0 +1,67 @@
+package control
+
+import (
+	"time"
+
+	"github.com/smallfs/smallfs/accounting"
+)
+
+// Stats is what a running daemon reports: its identity, then one section
+// per layer. A section the daemon cannot fill (its layer is not wired in)
+// is absent, never zero-filled.
+type Stats struct {
+	Version    string    `json:"version"`
+	Pid        int       `json:"pid"`
+	Device     string    `json:"device"`
+	Mountpoint string    `json:"mountpoint"`
+	Options    string    `json:"options"` // effective mount options
+	Started    time.Time `json:"started"`
+	Taken      time.Time `json:"taken"` // when these figures were read
+
+	Space      *Space              `json:"space,omitempty"`
+	Alloc      *Alloc              `json:"alloc,omitempty"`
+	Ops        []Op                `json:"ops,omitempty"`
+	Accounting accounting.Snapshot `json:"accounting"`
+	Runtime    Runtime             `json:"runtime"`
+}
+
+// Space is what statfs reports (df, df -i).
+type Space struct {
+	BlockSize   uint32 `json:"block_size"`
+	Blocks      uint64 `json:"blocks"`
+	BlocksFree  uint64 `json:"blocks_free"`
+	BlocksAvail uint64 `json:"blocks_avail"`
+	Files       uint64 `json:"files"`
+	FilesFree   uint64 `json:"files_free"`
+}
+
+// Alloc is the allocator's view of free space, in blocks.
+type Alloc struct {
+	FreeBlocks    uint64  `json:"free_blocks"`
+	FreeExtents   uint64  `json:"free_extents"`
+	LargestFree   uint64  `json:"largest_free"`
+	PendingBlocks uint64  `json:"pending_blocks"` // freed, reusable after the next commit
+	Score         float64 `json:"fragmentation"`  // 0 one extent .. 1 all single blocks
+	// Histogram[k] counts free extents of 2^k to 2^(k+1)-1 blocks; trailing
+	// zero buckets are cut.
+	Histogram []uint64 `json:"histogram"`
+	Calls     uint64   `json:"calls"`
+	Failed    uint64   `json:"failed"`
+}
+
+// Op is the count and latency of one kind of request.
+type Op struct {
+	Name   string        `json:"name"`
+	Count  uint64        `json:"count"`
+	Errors uint64        `json:"errors"`
+	Total  time.Duration `json:"total_ns"`
+	Max    time.Duration `json:"max_ns"`
+}
+
+// Runtime is the Go runtime's memory and scheduling figures.
+type Runtime struct {
+	HeapBytes  uint64 `json:"heap_bytes"` // live and not yet collected heap
+	SysBytes   uint64 `json:"sys_bytes"`  // obtained from the OS
+	GCs        uint32 `json:"gcs"`
+	Goroutines int    `json:"goroutines"`
+}

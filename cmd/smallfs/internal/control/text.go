@@ -1,0 +1,102 @@
+package control
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText prints st for people: the statedump file and the default form
+// of `smallfs stats`. When prev is an earlier sample of the same daemon,
+// operation rates per second since then are added.
+func WriteText(w io.Writer, st Stats, prev *Stats) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+
+	p("smallfs %s\tpid %d\tup %s\n", st.Version, st.Pid, st.Taken.Sub(st.Started).Round(time.Second))
+	p("device\t%s\n", st.Device)
+	p("mountpoint\t%s\n", st.Mountpoint)
+	p("options\t%s\n", st.Options)
+	if s := st.Space; s != nil {
+		p("\nspace\tblock size %d\n", s.BlockSize)
+		p("  blocks\t%d total\t%d free\t%d available\t%s used\n", s.Blocks, s.BlocksFree, s.BlocksAvail, percent(s.Blocks-s.BlocksFree, s.Blocks))
+		p("  files\t%d total\t%d free\t\t%s used\n", s.Files, s.FilesFree, percent(s.Files-s.FilesFree, s.Files))
+	}
+	if a := st.Alloc; a != nil {
+		p("\nallocator\tfree %d blocks in %d extents, largest %d, pending %d\n", a.FreeBlocks, a.FreeExtents, a.LargestFree, a.PendingBlocks)
+		p("  fragmentation\t%.4f\n", a.Score)
+		p("  histogram\t%s\n", histogram(a.Histogram))
+		p("  calls\t%d (%d failed)\n", a.Calls, a.Failed)
+	}
+	if len(st.Ops) > 0 {
+		p("\noperations\tcount\terrors\tmean\tmax")
+		if prev != nil {
+			p("\tper second")
+		}
+		p("\n")
+		for _, op := range st.Ops {
+			p("  %s\t%d\t%d\t%s\t%s", op.Name, op.Count, op.Errors, mean(op.Total, op.Count), op.Max)
+			if prev != nil {
+				p("\t%s", rate(op, prev, st.Taken))
+			}
+			p("\n")
+		}
+	}
+	p("\nmemory (accounting)\tlive\tbytes\tpeak\ttotal\n")
+	for _, l := range st.Accounting.Layers {
+		for _, t := range l.Types {
+			p("  %s/%s\t%d\t%d\t%d\t%d\n", l.Name, t.Name, t.Live, t.Bytes, t.Peak, t.Total)
+		}
+	}
+	for _, l := range st.Accounting.Layers {
+		for _, c := range l.Counters {
+			p("  %s.%s\t%d\n", l.Name, c.Name, c.Value)
+		}
+	}
+	r := st.Runtime
+	p("\nruntime\theap %d B\tsys %d B\t%d GCs\t%d goroutines\n", r.HeapBytes, r.SysBytes, r.GCs, r.Goroutines)
+	return tw.Flush()
+}
+
+func percent(part, whole uint64) string {
+	if whole == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
+}
+
+func mean(total time.Duration, n uint64) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return total / time.Duration(n)
+}
+
+func rate(op Op, prev *Stats, now time.Time) string {
+	dt := now.Sub(prev.Taken).Seconds()
+	if dt <= 0 {
+		return "-"
+	}
+	for _, o := range prev.Ops {
+		if o.Name == op.Name {
+			return fmt.Sprintf("%.1f", float64(op.Count-o.Count)/dt)
+		}
+	}
+	return fmt.Sprintf("%.1f", float64(op.Count)/dt)
+}
+
+// histogram prints the non-empty buckets as size:count, sizes in blocks.
+func histogram(h []uint64) string {
+	var parts []string
+	for k, n := range h {
+		if n != 0 {
+			parts = append(parts, fmt.Sprintf("%d:%d", uint64(1)<<k, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "empty"
+	}
+	return strings.Join(parts, " ")
+}
