@@ -97,6 +97,7 @@ type SetAttrIn struct {
 	Size  uint64
 	Atime int64 // ignored when the matching *Now bit is set
 	Mtime int64
+	Ctime int64 // with SetCtime
 }
 
 type SetAttrMask uint32

@@ -1,0 +1,195 @@
+package volume
+
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/smallfs/smallfs/fs/format"
+)
+
+// apply makes one record's change to the in-memory metadata. It is the only
+// code that changes persistent state: live operations build records, append
+// them to the log and apply them here, and recovery applies the same records
+// read back from the checkpoint and the log, so both reach the same state.
+//
+// Records are state-setting and idempotent. apply checks what a record
+// refers to and returns an ErrCorrupt error for a record that cannot be
+// applied (live operations validate first, so for them that is a bug).
+// Freeing data blocks is the caller's business: apply touches metadata only.
+func (v *Volume) apply(r format.Record) error {
+	switch r := r.(type) {
+	case format.InodeRec:
+		return v.applyInode(&r)
+	case format.InodeFreeRec:
+		return v.applyInodeFree(Ino(r.Ino))
+	case format.DirentRec:
+		return v.applyDirent(&r)
+	case format.DirentDelRec:
+		d, err := v.dirRec(r.Parent)
+		if err != nil {
+			return err
+		}
+		if ref, ok := d.lookup(r.Name); ok {
+			if c := v.inodes.get(ref.ino); c != nil && c.isDir() && c.dirOf().parent == Ino(r.Parent) {
+				c.dirOf().parent = 0
+			}
+			d.remove(r.Name)
+		}
+		return nil
+	case format.ExtentsRec:
+		n, err := v.inodeRec(r.Ino, syscall.S_IFREG)
+		if err != nil {
+			return err
+		}
+		if err := checkExtents(r.Extents); err != nil {
+			return corruptf("inode %d: %v", r.Ino, err)
+		}
+		n.ext().extents = r.Extents
+		return nil
+	case format.InlineRec:
+		n, err := v.inodeRec(r.Ino, syscall.S_IFREG)
+		if err != nil {
+			return err
+		}
+		n.ext().inline = r.Data
+		return nil
+	case format.SymlinkRec:
+		n, err := v.inodeRec(r.Ino, syscall.S_IFLNK)
+		if err != nil {
+			return err
+		}
+		n.ext().target = r.Target
+		return nil
+	case format.XattrSetRec:
+		n, err := v.inodeRec(r.Ino, 0)
+		if err != nil {
+			return err
+		}
+		n.setXattr(r.Name, r.Value)
+		return nil
+	case format.XattrDelRec:
+		n, err := v.inodeRec(r.Ino, 0)
+		if err != nil {
+			return err
+		}
+		n.removeXattr(r.Name)
+		return nil
+	}
+	return corruptf("unknown record type %T", r)
+}
+
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrCorrupt)
+}
+
+// inodeRec returns the live inode a record names, of type typ unless typ is 0.
+func (v *Volume) inodeRec(ino uint64, typ uint32) (*inode, error) {
+	n := v.inodes.get(Ino(ino))
+	if n == nil {
+		return nil, corruptf("record for missing inode %d", ino)
+	}
+	if typ != 0 && n.mode&syscall.S_IFMT != typ {
+		return nil, corruptf("record for inode %d of the wrong type (mode %o)", ino, n.mode)
+	}
+	return n, nil
+}
+
+func (v *Volume) dirRec(ino uint64) (*dir, error) {
+	n, err := v.inodeRec(ino, syscall.S_IFDIR)
+	if err != nil {
+		return nil, err
+	}
+	return n.dirOf(), nil
+}
+
+func (v *Volume) applyInode(r *format.InodeRec) error {
+	ino := Ino(r.Ino)
+	if !v.inodes.valid(ino) {
+		return corruptf("inode number %d out of range", r.Ino)
+	}
+	typ := r.Mode & syscall.S_IFMT
+	if !validType(typ) {
+		return corruptf("inode %d has invalid mode %o", r.Ino, r.Mode)
+	}
+	n := v.inodes.get(ino)
+	if n == nil {
+		n = v.inodes.slot(ino)
+		v.inodes.used++
+	} else if n.mode&syscall.S_IFMT != typ {
+		return corruptf("inode %d changes type from %o to %o", r.Ino, n.mode, r.Mode)
+	}
+	n.setFrom(r)
+	if typ == syscall.S_IFDIR && n.dirOf() == nil {
+		n.ext().dir = newDir(0)
+		if ino == RootIno {
+			n.x.dir.parent = RootIno
+		}
+	}
+	v.nextGen = max(v.nextGen, r.Gen+1)
+	return nil
+}
+
+func (v *Volume) applyInodeFree(ino Ino) error {
+	n := v.inodes.get(ino)
+	if n == nil {
+		return nil // already gone: records are idempotent
+	}
+	if ino == RootIno {
+		return corruptf("record frees the root directory")
+	}
+	if d := n.dirOf(); d != nil && !d.empty() {
+		return corruptf("record frees non-empty directory %d", ino)
+	}
+	v.inodes.release(ino)
+	return nil
+}
+
+func (v *Volume) applyDirent(r *format.DirentRec) error {
+	d, err := v.dirRec(r.Parent)
+	if err != nil {
+		return err
+	}
+	if err := checkName(r.Name); err != nil {
+		return corruptf("directory %d: entry %q: %v", r.Parent, r.Name, err)
+	}
+	c, err := v.inodeRec(r.Ino, 0)
+	if err != nil {
+		return err
+	}
+	if r.Cookie < firstCookie {
+		return corruptf("directory %d: entry %q has reserved cookie %d", r.Parent, r.Name, r.Cookie)
+	}
+	if cd := c.dirOf(); cd != nil {
+		cd.parent = Ino(r.Parent)
+	}
+	d.insert(r.Name, Ino(r.Ino), r.Cookie)
+	return nil
+}
+
+func validType(typ uint32) bool {
+	switch typ {
+	case syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFLNK, syscall.S_IFIFO,
+		syscall.S_IFSOCK, syscall.S_IFCHR, syscall.S_IFBLK:
+		return true
+	}
+	return false
+}
+
+// checkExtents verifies an extent map is sorted, non-empty per extent and
+// free of overlaps (an extent map that overlaps itself is corruption).
+func checkExtents(es []format.Extent) error {
+	var end uint64
+	for i, e := range es {
+		if e.Len == 0 {
+			return fmt.Errorf("extent %d is empty", i)
+		}
+		if e.Logical+e.Len < e.Logical || e.Physical+e.Len < e.Physical {
+			return fmt.Errorf("extent %d wraps around", i)
+		}
+		if i > 0 && e.Logical < end {
+			return fmt.Errorf("extent map overlaps itself at logical block %d", e.Logical)
+		}
+		end = e.Logical + e.Len
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package volume
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/smallfs/smallfs/fs/device"
+)
+
+var root = Context{Uid: 0, Gid: 0}
+
+// newTestVolume returns an empty volume on a 64 MiB in-memory device and
+// registers a Check of it for the end of the test: problems fail the test
+// and the device image is kept in a file whose path is printed.
+func newTestVolume(t testing.TB, opts Options) *Volume {
+	t.Helper()
+	dev := device.NewMem(64 << 20)
+	v, err := newVolume(dev, 4096, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAtEnd(t, v, dev)
+	return v
+}
+
+// checkAtEnd runs Check when the test ends.
+func checkAtEnd(t testing.TB, v *Volume, dev *device.Mem) {
+	t.Cleanup(func() {
+		problems := v.Check()
+		if len(problems) == 0 {
+			return
+		}
+		var b strings.Builder
+		for _, p := range problems {
+			b.WriteString("\n\t" + p.String())
+		}
+		path := keepImage(t, dev)
+		t.Errorf("Check found %d problems (image kept in %s):%s", len(problems), path, b.String())
+	})
+}
+
+func keepImage(t testing.TB, dev *device.Mem) string {
+	f, err := os.CreateTemp("", "smallfs-"+strings.ReplaceAll(t.Name(), "/", "_")+"-*.img")
+	if err != nil {
+		return "(not kept: " + err.Error() + ")"
+	}
+	defer f.Close()
+	if _, err := f.Write(dev.Bytes()); err != nil {
+		return "(not kept: " + err.Error() + ")"
+	}
+	return f.Name()
+}
+
+// wantErrno fails unless err carries errno (through errors.Is and As).
+func wantErrno(t testing.TB, err error, errno syscall.Errno) {
+	t.Helper()
+	var got syscall.Errno
+	if !errors.Is(err, errno) || !errors.As(err, &got) || got != errno {
+		t.Fatalf("error %v, want %v (%d)", err, errno, int(errno))
+	}
+}
+
+func must[T any](t testing.TB) func(T, error) T {
+	return func(x T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+}
+
+func ok(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// names lists directory ino.
+func names(t testing.TB, v *Volume, ino Ino) []string {
+	t.Helper()
+	var out []string
+	ok(t, v.ReadDir(ino, 0, func(e DirEntry) bool { out = append(out, e.Name); return true }))
+	return out
+}
