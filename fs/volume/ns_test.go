@@ -195,7 +195,7 @@ func TestStatFS(t *testing.T) {
 func TestLookupCountsKeepInodes(t *testing.T) {
 	v := newTestVolume(t, Options{TrackLookups: true})
 	f := must[Attr](t)(v.Mknod(root, RootIno, "f", 0o644, 0)) // one reference
-	must[Attr](t)(v.Lookup(root, RootIno, "f"))                // two
+	must[Attr](t)(v.Lookup(root, RootIno, "f"))               // two
 	ok(t, v.Unlink(root, RootIno, "f"))
 	if a := must[Attr](t)(v.GetAttr(f.Ino)); a.Nlink != 0 {
 		t.Fatalf("unlinked but referenced inode: %+v", a)

@@ -24,7 +24,7 @@ type Volume struct {
 	space   *space
 	fixed   []alloc.Extent // superblocks and log: outside the data area
 	ckpt    []alloc.Extent // the current checkpoint's extents
-	nextGen uint64 // generation of the next inode created
+	nextGen uint64         // generation of the next inode created
 	log     txnLog
 	closed  bool
 	now     func() int64 // the clock, in Unix ns
