@@ -1,0 +1,273 @@
+package alloc
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func mustNew(t testing.TB, capacity uint64, used []Extent, opts Options) *Allocator {
+	t.Helper()
+	a, err := NewWithUsed(capacity, used, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestExactPlacementAndAppend(t *testing.T) {
+	a := mustNew(t, 1000, nil, Options{})
+	e, err := a.Alloc(100, 10, 10)
+	if err != nil || e != (Extent{Off: 100, Len: 10}) {
+		t.Fatalf("Alloc(100, 10, 10) = %v, %v; want [100,110)", e, err)
+	}
+	e, err = a.Alloc(e.End(), 5, 1)
+	if err != nil || e != (Extent{Off: 110, Len: 5}) {
+		t.Fatalf("append at 110 = %v, %v; want [110,115)", e, err)
+	}
+}
+
+func TestWindowPrefersTightFitThenDistance(t *testing.T) {
+	// Free: [10,14) 4 blocks, [20,28) 8 blocks, [40,1000). Hint 30, want 8.
+	used := []Extent{{0, 10}, {14, 6}, {28, 12}}
+	a := mustNew(t, 1000, used, Options{})
+	e, err := a.Alloc(30, 8, 8)
+	if err != nil || e != (Extent{Off: 20, Len: 8}) {
+		t.Fatalf("Alloc = %v, %v; want the exact fit [20,28)", e, err)
+	}
+	// Now only [10,14) and [40,1000): the big one is the only full fit.
+	e, err = a.Alloc(30, 8, 8)
+	if err != nil || e != (Extent{Off: 40, Len: 8}) {
+		t.Fatalf("Alloc = %v, %v; want [40,48)", e, err)
+	}
+}
+
+func TestFallbackBySizeFindsFarExtent(t *testing.T) {
+	// Every other block used up to 10000, one big hole at the end: the
+	// window sees only one-block holes.
+	var used []Extent
+	for b := uint64(0); b < 10000; b += 2 {
+		used = append(used, Extent{Off: b, Len: 1})
+	}
+	a := mustNew(t, 20000, used, Options{})
+	e, err := a.Alloc(5000, 16, 16)
+	if err != nil || e != (Extent{Off: 9999, Len: 16}) {
+		t.Fatalf("Alloc = %v, %v; want [9999,10015)", e, err)
+	}
+	e, err = a.Alloc(5000, 1<<20, 3)
+	if err != nil || e.Len != 20000-10015 {
+		t.Fatalf("partial Alloc = %v, %v; want the largest extent", e, err)
+	}
+	if _, err := a.Alloc(5000, 2, 2); !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Alloc with only 1-block holes = %v; want ENOSPC", err)
+	}
+	if e, err := a.Alloc(5000, 2, 1); err != nil || e.Len != 1 {
+		t.Fatalf("Alloc min 1 = %v, %v; want a 1-block hole", e, err)
+	}
+}
+
+func TestFreeInPiecesOutOfOrder(t *testing.T) {
+	const capacity = 4096
+	a := mustNew(t, capacity, nil, Options{})
+	var pieces []Extent
+	for {
+		e, err := a.Alloc(0, 1+uint64(len(pieces)%7), 1)
+		if errors.Is(err, ErrNoSpace) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pieces = append(pieces, e)
+	}
+	if st := a.Stats(); st.FreeBlocks != 0 || st.FreeExtents != 0 {
+		t.Fatalf("after filling: %+v", st)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	r.Shuffle(len(pieces), func(i, j int) { pieces[i], pieces[j] = pieces[j], pieces[i] })
+	for i, e := range pieces {
+		var err error
+		if i%2 == 0 {
+			err = a.Free(e)
+		} else {
+			err = a.FreeDeferred(e, uint64(i%5))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Commit(4)
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.AppendFree(nil); !slices.Equal(got, []Extent{{0, capacity}}) {
+		t.Fatalf("free space %v; want one extent [0,%d)", got, capacity)
+	}
+}
+
+func TestDeferredFreeWaitsForCommit(t *testing.T) {
+	a := mustNew(t, 10, nil, Options{})
+	e, _ := a.Alloc(0, 10, 10)
+	if err := a.FreeDeferred(Extent{0, 5}, 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Alloc(0, 1, 1); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("pending space allocated: %v", err)
+	}
+	if err := a.Free(Extent{2, 1}); !errors.Is(err, ErrDoubleFree) {
+		t.Fatalf("free of pending block: %v; want ErrDoubleFree", err)
+	}
+	if st := a.Stats(); st.PendingBlocks != 5 || st.FreeBlocks != 0 {
+		t.Fatalf("stats %+v; want 5 pending, 0 free", st)
+	}
+	a.Commit(6)
+	if st := a.Stats(); st.PendingBlocks != 5 {
+		t.Fatalf("commit of an older epoch released pending space")
+	}
+	a.Commit(7)
+	if got, err := a.Alloc(0, 10, 1); err != nil || got != (Extent{0, 5}) {
+		t.Fatalf("after commit: %v, %v; want [0,5)", got, err)
+	}
+	_ = e
+}
+
+func TestNewWithUsedNamesOverlaps(t *testing.T) {
+	used := []Extent{{50, 10}, {0, 10}, {55, 2}, {5, 1}}
+	_, err := NewWithUsed(100, used, Options{})
+	if !errors.Is(err, ErrOverlap) {
+		t.Fatalf("err = %v; want ErrOverlap", err)
+	}
+	for _, s := range []string{"[0,10) and [5,6)", "[50,60) and [55,57)"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %s", err, s)
+		}
+	}
+	if used[0] != (Extent{50, 10}) {
+		t.Errorf("NewWithUsed reordered its argument")
+	}
+	a := mustNew(t, 100, []Extent{{90, 10}, {0, 10}, {10, 5}}, Options{})
+	if got := a.AppendFree(nil); !slices.Equal(got, []Extent{{15, 75}}) {
+		t.Fatalf("free %v; want [15,90)", got)
+	}
+}
+
+func TestConstructionErrors(t *testing.T) {
+	cases := []struct {
+		capacity uint64
+		used     []Extent
+		opts     Options
+		want     error
+	}{
+		{0, nil, Options{}, ErrCapacity},
+		{MaxCapacity + 1, nil, Options{}, ErrCapacity},
+		{10, []Extent{{5, 6}}, Options{}, ErrOutOfRange},
+		{10, []Extent{{5, 0}}, Options{}, ErrZeroLength},
+		{10, nil, Options{WindowExtents: -1}, ErrOptions},
+		{10, nil, Options{BlockSize: 1000}, ErrOptions},
+	}
+	for _, c := range cases {
+		if _, err := NewWithUsed(c.capacity, c.used, c.opts); !errors.Is(err, c.want) {
+			t.Errorf("NewWithUsed(%d, %v, %+v) = %v; want %v", c.capacity, c.used, c.opts, err, c.want)
+		}
+	}
+	_, err := New(10, Options{WindowExtents: -1, BlockSize: 3})
+	if err == nil || !strings.Contains(err.Error(), "WindowExtents") || !strings.Contains(err.Error(), "BlockSize") {
+		t.Errorf("options error %v does not name every bad field", err)
+	}
+	if a, err := New(MaxCapacity, Options{}); err != nil || a.Stats().LargestFree != MaxCapacity {
+		t.Errorf("New(MaxCapacity) = %v", err)
+	}
+}
+
+// pathological builds the W5 layout: n one-block holes on each side of the
+// hint, and the only extents that hold more than one block far away.
+func pathological(n uint64) (capacity, hint uint64, used []Extent) {
+	for b := uint64(0); b < 4*n; b += 2 {
+		used = append(used, Extent{Off: b, Len: 1})
+	}
+	for b := 4 * n; b < 4*n+64*16; b += 64 {
+		used = append(used, Extent{Off: b, Len: 48})
+	}
+	return 4*n + 64*16, 2 * n, used
+}
+
+func TestVisitBoundOnPathologicalLayout(t *testing.T) {
+	const n = 10000
+	capacity, hint, used := pathological(n)
+	for _, k := range []int{4, 32} {
+		a := mustNew(t, capacity, used, Options{WindowExtents: k, WindowBlocks: capacity})
+		r := rand.New(rand.NewPCG(3, 4))
+		for range 500 {
+			h := hint - n + r.Uint64N(2*n)
+			e, err := a.Alloc(h, 8, 8)
+			if err != nil || e.Off < 4*n {
+				t.Fatalf("Alloc(%d, 8, 8) = %v, %v; want a far extent", h, e, err)
+			}
+			if err := a.Free(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := a.Stats()
+		// Each side visits at most K extents; the fallback looks at two.
+		if maxVis := uint64(2*k + 2); st.MaxVisits > maxVis || st.MaxSeeks > 6 {
+			t.Errorf("K=%d: %d visits, %d seeks in one call; bound %d visits, 6 seeks", k, st.MaxVisits, st.MaxSeeks, maxVis)
+		}
+		if st.MaxVisits < uint64(2*k) {
+			t.Errorf("K=%d: at most %d visits per call: the window was not searched", k, st.MaxVisits)
+		}
+	}
+}
+
+func TestAllocFreeDoesNotAllocate(t *testing.T) {
+	capacity, hint, used := pathological(1000)
+	a := mustNew(t, capacity, used, Options{})
+	n := testing.AllocsPerRun(200, func() {
+		e, err := a.Alloc(hint, 8, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Free(e)
+	})
+	if n != 0 {
+		t.Errorf("%v heap allocations per Alloc+Free; want 0", n)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	a := mustNew(t, 1<<16, nil, Options{})
+	done := make(chan error)
+	for w := range 4 {
+		go func() {
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			var live []Extent
+			for i := range 2000 {
+				if len(live) > 0 && i%3 == 2 {
+					if err := a.Free(live[0]); err != nil {
+						done <- err
+						return
+					}
+					live = live[1:]
+					continue
+				}
+				e, err := a.Alloc(r.Uint64N(1<<16), 1+r.Uint64N(16), 1)
+				if err != nil {
+					done <- err
+					return
+				}
+				live = append(live, e)
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,219 @@
+package alloc
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Allocator manages the free space of one device, in blocks. It is safe for
+// concurrent use: one mutex serialises every method (see "Locking").
+type Allocator struct {
+	opts     Options
+	capacity uint64
+
+	mu      sync.Mutex
+	free    space
+	pending pending
+	stats   counters
+}
+
+// New returns an Allocator for a device of capacity blocks, all free.
+func New(capacity uint64, opts Options) (*Allocator, error) {
+	return NewWithUsed(capacity, nil, opts)
+}
+
+// NewWithUsed returns an Allocator for a device of capacity blocks where the
+// used extents, in any order, are in use and the rest is free. It is how a
+// mount rebuilds free space from the extents its metadata references.
+// Overlapping used extents are an error that names them; used is not
+// modified.
+func NewWithUsed(capacity uint64, used []Extent, opts Options) (*Allocator, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if capacity == 0 || capacity > MaxCapacity {
+		return nil, fmt.Errorf("%w: %d blocks not in [1, %d]", ErrCapacity, capacity, uint64(MaxCapacity))
+	}
+	a := &Allocator{opts: opts, capacity: capacity}
+	a.stats.window = opts.WindowBlocks
+	sorted := slices.Clone(used)
+	for _, e := range sorted {
+		if err := a.checkRange(e); err != nil {
+			return nil, fmt.Errorf("used extent: %w", err)
+		}
+	}
+	slices.SortFunc(sorted, func(x, y Extent) int { return cmp.Compare(x.Off, y.Off) })
+	if err := overlaps(sorted); err != nil {
+		return nil, err
+	}
+	a.free.build(gaps(sorted, capacity))
+	return a, nil
+}
+
+// overlaps returns an error naming the overlapping pairs of sorted extents.
+func overlaps(sorted []Extent) error {
+	const shown = 8
+	var pairs []string
+	n := 0
+	var prev Extent // the used extent that reaches farthest so far
+	for i, e := range sorted {
+		if i > 0 && e.Off < prev.End() {
+			if n++; n <= shown {
+				pairs = append(pairs, prev.String()+" and "+e.String())
+			}
+		}
+		if e.End() > prev.End() || i == 0 {
+			prev = e
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	more := ""
+	if n > shown {
+		more = fmt.Sprintf(" (and %d more)", n-shown)
+	}
+	return fmt.Errorf("%w: %s%s", ErrOverlap, strings.Join(pairs, ", "), more)
+}
+
+// gaps returns the free extents between disjoint used extents sorted by
+// offset.
+func gaps(sorted []Extent, capacity uint64) []Extent {
+	var free []Extent
+	next := uint64(0)
+	for _, e := range sorted {
+		if e.Off > next {
+			free = append(free, Extent{Off: next, Len: e.Off - next})
+		}
+		next = max(next, e.End())
+	}
+	if next < capacity {
+		free = append(free, Extent{Off: next, Len: capacity - next})
+	}
+	return free
+}
+
+// checkRange validates an extent given by a caller.
+func (a *Allocator) checkRange(e Extent) error {
+	if e.Len == 0 {
+		return fmt.Errorf("%w: %v", ErrZeroLength, e)
+	}
+	if e.Off >= a.capacity || e.Len > a.capacity-e.Off {
+		return fmt.Errorf("%w: %v on a device of %d blocks", ErrOutOfRange, e, a.capacity)
+	}
+	return nil
+}
+
+// Capacity returns the size of the device in blocks.
+func (a *Allocator) Capacity() uint64 { return a.capacity }
+
+// Alloc returns one free extent of min to want blocks, placed near hint (a
+// block number; past the end means the last block), and marks it used. It
+// returns ErrNoSpace when no free extent holds min blocks: it never fails
+// while one does. See "The near search" in doc.go for where it looks.
+func (a *Allocator) Alloc(hint, want, min uint64) (Extent, error) {
+	if want == 0 || min == 0 {
+		return Extent{}, fmt.Errorf("alloc want %d min %d: %w", want, min, ErrZeroLength)
+	}
+	if min > want {
+		return Extent{}, fmt.Errorf("alloc want %d min %d: %w", want, min, ErrMinAboveWant)
+	}
+	hint = clampHint(hint, a.capacity)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var c cost
+	p, ok := a.free.near(hint, want, min, a.opts.WindowExtents, a.opts.WindowBlocks, &c)
+	a.stats.record(c, p, ok, hint)
+	if !ok {
+		largest, _ := a.free.bySize.largest()
+		return Extent{}, fmt.Errorf("alloc want %d min %d: largest free extent has %d blocks: %w",
+			want, min, largest.Len, ErrNoSpace)
+	}
+	a.free.carve(p.from, p.p)
+	return p.p, nil
+}
+
+func clampHint(hint, capacity uint64) uint64 {
+	if hint >= capacity {
+		return capacity - 1
+	}
+	return hint
+}
+
+// Free returns e to free space at once. Use FreeDeferred for space whose
+// release must wait for a commit.
+func (a *Allocator) Free(e Extent) error {
+	if err := a.checkRange(e); err != nil {
+		return fmt.Errorf("free: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.checkUsed(e); err != nil {
+		return fmt.Errorf("free: %w", err)
+	}
+	a.free.add(e)
+	return nil
+}
+
+// FreeDeferred frees e under commit epoch: e stays unallocatable until
+// Commit is called with an epoch >= epoch, so that blocks freed by a
+// transaction are not overwritten before the transaction is durable.
+func (a *Allocator) FreeDeferred(e Extent, epoch uint64) error {
+	if err := a.checkRange(e); err != nil {
+		return fmt.Errorf("free deferred: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.checkUsed(e); err != nil {
+		return fmt.Errorf("free deferred: %w", err)
+	}
+	a.pending.add(e, epoch)
+	return nil
+}
+
+// checkUsed returns ErrDoubleFree if part of e is free or pending.
+func (a *Allocator) checkUsed(e Extent) error {
+	if f, ok := a.free.byOff.overlapping(e); ok {
+		return fmt.Errorf("%w: %v overlaps free %v", ErrDoubleFree, e, f)
+	}
+	if f, ok := a.pending.set.overlapping(e); ok {
+		return fmt.Errorf("%w: %v overlaps %v freed under epoch %d", ErrDoubleFree, e, f, a.pending.epochOf(f))
+	}
+	return nil
+}
+
+// Commit declares epoch durable: extents freed under epochs <= epoch become
+// allocatable.
+func (a *Allocator) Commit(epoch uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pending.release(epoch, a.free.add)
+}
+
+// Reserve marks e, which must be free, as used: a replay puts an extent
+// back exactly where the log says it was.
+func (a *Allocator) Reserve(e Extent) error {
+	if err := a.checkRange(e); err != nil {
+		return fmt.Errorf("reserve: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f, ok := a.free.byOff.atOrBefore(e.Off)
+	if !ok || !f.contains(e) {
+		return fmt.Errorf("reserve: %w: %v", ErrNotFree, e)
+	}
+	a.free.carve(f, e)
+	return nil
+}
+
+// build fills empty space with free extents sorted by offset, disjoint and
+// not adjacent.
+func (s *space) build(free []Extent) {
+	for _, e := range free {
+		s.insert(e)
+	}
+}

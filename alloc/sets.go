@@ -1,0 +1,167 @@
+package alloc
+
+import (
+	"fmt"
+	"iter"
+
+	"github.com/google/btree"
+
+	"github.com/smallfs/smallfs/internal/invariants"
+)
+
+// degree is the B-tree degree of both indexes: nodes hold 31 to 63 keys,
+// which fills a 64-key (512 B) array; see "Memory" in doc.go.
+const degree = 32
+
+// keySet is an ordered set of packed extent keys on a google/btree. The zero
+// value is an empty set. It is not safe for concurrent use: the Allocator's
+// mutex guards it.
+type keySet struct{ t *btree.BTreeG[uint64] }
+
+func (s *keySet) len() int {
+	if s.t == nil {
+		return 0
+	}
+	return s.t.Len()
+}
+
+func (s *keySet) insert(k uint64) {
+	if s.t == nil {
+		s.t = btree.NewOrderedG[uint64](degree)
+	}
+	if _, dup := s.t.ReplaceOrInsert(k); dup && invariants.Enabled {
+		panic(fmt.Sprintf("alloc: key %#x inserted twice", k))
+	}
+}
+
+func (s *keySet) remove(k uint64) {
+	var ok bool
+	if s.t != nil {
+		_, ok = s.t.Delete(k)
+	}
+	if !ok && invariants.Enabled {
+		panic(fmt.Sprintf("alloc: key %#x removed but absent", k))
+	}
+}
+
+// atMost returns the greatest key <= k.
+func (s *keySet) atMost(k uint64) (out uint64, ok bool) {
+	s.descend(k, func(x uint64) bool { out, ok = x, true; return false })
+	return out, ok
+}
+
+// atLeast returns the least key >= k.
+func (s *keySet) atLeast(k uint64) (out uint64, ok bool) {
+	s.ascend(k, func(x uint64) bool { out, ok = x, true; return false })
+	return out, ok
+}
+
+func (s *keySet) max() (uint64, bool) {
+	if s.t == nil {
+		return 0, false
+	}
+	return s.t.Max()
+}
+
+// ascend calls f on the keys >= k in increasing order until f returns false.
+func (s *keySet) ascend(k uint64, f func(uint64) bool) {
+	if s.t != nil {
+		s.t.AscendGreaterOrEqual(k, f)
+	}
+}
+
+// descend calls f on the keys <= k in decreasing order until f returns false.
+func (s *keySet) descend(k uint64, f func(uint64) bool) {
+	if s.t != nil {
+		s.t.DescendLessOrEqual(k, f)
+	}
+}
+
+// offSet is a set of disjoint extents ordered by offset.
+type offSet struct{ keySet }
+
+func (s *offSet) insert(e Extent) { s.keySet.insert(offKey(e)) }
+func (s *offSet) remove(e Extent) { s.keySet.remove(offKey(e)) }
+
+// atOrBefore returns the extent with the greatest offset <= off.
+func (s *offSet) atOrBefore(off uint64) (Extent, bool) {
+	k, ok := s.atMost(off<<32 | (1<<32 - 1))
+	return fromOffKey(k), ok
+}
+
+// after returns the extent with the least offset > off.
+func (s *offSet) after(off uint64) (Extent, bool) {
+	if off >= MaxCapacity-1 {
+		return Extent{}, false
+	}
+	k, ok := s.atLeast((off + 1) << 32)
+	return fromOffKey(k), ok
+}
+
+// overlapping returns an extent of the set that shares a block with e.
+func (s *offSet) overlapping(e Extent) (Extent, bool) {
+	if f, ok := s.atOrBefore(e.Off); ok && f.overlaps(e) {
+		return f, true
+	}
+	if f, ok := s.after(e.Off); ok && f.overlaps(e) {
+		return f, true
+	}
+	return Extent{}, false
+}
+
+// from yields the extents with offset >= off in increasing order, or, when
+// down is set, those with offset <= off in decreasing order.
+func (s *offSet) from(off uint64, down bool) iter.Seq[Extent] {
+	return func(yield func(Extent) bool) {
+		f := func(k uint64) bool { return yield(fromOffKey(k)) }
+		if down {
+			s.descend(off<<32|(1<<32-1), f)
+		} else {
+			s.ascend(off<<32, f)
+		}
+	}
+}
+
+// all yields every extent in offset order.
+func (s *offSet) all() iter.Seq[Extent] { return s.from(0, false) }
+
+// sizeSet is a set of extents ordered by (length, offset).
+type sizeSet struct{ keySet }
+
+func (s *sizeSet) insert(e Extent) { s.keySet.insert(sizeKey(e)) }
+func (s *sizeSet) remove(e Extent) { s.keySet.remove(sizeKey(e)) }
+
+// atLeastLen returns the shortest extent of at least n blocks, the one with
+// the lowest offset among equals.
+func (s *sizeSet) atLeastLen(n uint64) (Extent, bool) {
+	k, ok := s.atLeast(sizeKey(Extent{Len: n}))
+	return fromSizeKey(k), ok
+}
+
+// sameLenNear returns, among the extents of length n, the one at or after off
+// and the one before it, if any.
+func (s *sizeSet) sameLenNear(n, off uint64) (next, prev Extent, okNext, okPrev bool) {
+	if k, ok := s.atLeast(sizeKey(Extent{Off: off, Len: n})); ok && fromSizeKey(k).Len == n {
+		next, okNext = fromSizeKey(k), true
+	}
+	if off > 0 {
+		if k, ok := s.atMost(sizeKey(Extent{Off: off - 1, Len: n})); ok && fromSizeKey(k).Len == n {
+			prev, okPrev = fromSizeKey(k), true
+		}
+	}
+	return next, prev, okNext, okPrev
+}
+
+// largest returns the longest extent, the one with the highest offset among
+// equals.
+func (s *sizeSet) largest() (Extent, bool) {
+	k, ok := s.max()
+	return fromSizeKey(k), ok
+}
+
+// all yields every extent in (length, offset) order.
+func (s *sizeSet) all() iter.Seq[Extent] {
+	return func(yield func(Extent) bool) {
+		s.ascend(0, func(k uint64) bool { return yield(fromSizeKey(k)) })
+	}
+}
