@@ -1,0 +1,245 @@
+package format
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/smallfs/smallfs/fs/device"
+)
+
+// bumpAlloc hands out at most maxRun blocks at a time from a cursor,
+// skipping a block between extents so they are never adjacent, and records
+// what is allocated and freed.
+type bumpAlloc struct {
+	next, maxRun uint64
+	owned        map[uint64]bool
+}
+
+func newBumpAlloc(start, maxRun uint64) *bumpAlloc {
+	return &bumpAlloc{next: start, maxRun: maxRun, owned: map[uint64]bool{}}
+}
+
+func (a *bumpAlloc) alloc(blocks uint64) (uint64, uint64, error) {
+	n := min(blocks, a.maxRun)
+	start := a.next
+	a.next += n + 1
+	for b := start; b < start+n; b++ {
+		a.owned[b] = true
+	}
+	return start, n, nil
+}
+
+func (a *bumpAlloc) free(start, n uint64) {
+	for b := start; b < start+n; b++ {
+		if !a.owned[b] {
+			panic("free of a block not allocated")
+		}
+		delete(a.owned, b)
+	}
+}
+
+func writeCheckpoint(t *testing.T, dev device.Device, a *bumpAlloc, recs []Record, opts CheckpointOptions) CheckpointInfo {
+	t.Helper()
+	opts.Alloc, opts.Free = a.alloc, a.free
+	if opts.BlockSize == 0 {
+		opts.BlockSize = 512
+	}
+	w, err := NewCheckpointWriter(dev, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := w.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+func readAll(dev device.Device, info CheckpointInfo, bs uint32) ([]Record, CheckpointInfo, error) {
+	var got []Record
+	ri, err := ReadCheckpoint(dev, CheckpointLoc{Block: info.Block, BlockSize: bs}, func(r Record) error {
+		got = append(got, r)
+		return nil
+	})
+	return got, ri, err
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	recs := sampleRecords()
+	for range 3000 {
+		recs = append(recs, randomRecord(rng))
+	}
+	for _, tc := range []struct {
+		name   string
+		maxRun uint64
+		bs     uint32
+		buf    int
+	}{
+		{"one-extent", 1 << 20, 4096, 0},
+		{"many-extents", 7, 512, 1000},
+		{"single-block-extents", 1, 512, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := device.NewMem(64 << 20)
+			a := newBumpAlloc(100, tc.maxRun)
+			info := writeCheckpoint(t, dev, a, recs, CheckpointOptions{BlockSize: tc.bs, NextSeq: 99, BufferSize: tc.buf})
+			got, ri, err := readAll(dev, info, tc.bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(recs) || ri.Records != uint64(len(recs)) || ri.NextSeq != 99 || ri.PayloadLen != info.PayloadLen {
+				t.Fatalf("read %d records (%+v), wrote %d", len(got), ri, len(recs))
+			}
+			for i := range recs {
+				if !sameRecord(got[i], recs[i]) {
+					t.Fatalf("record %d differs", i)
+				}
+			}
+			if !slices.Equal(ri.Extents, info.Extents) {
+				t.Fatalf("extents read %v, written %v", ri.Extents, info.Extents)
+			}
+			// Exactly the reported blocks remain allocated: the tail was freed.
+			var used uint64
+			for _, x := range info.Extents {
+				used += x.Len
+				for b := x.Start; b < x.End(); b++ {
+					if !a.owned[b] {
+						t.Fatalf("reported block %d not allocated", b)
+					}
+				}
+			}
+			if used != uint64(len(a.owned)) {
+				t.Fatalf("%d blocks allocated, %d reported", len(a.owned), used)
+			}
+			t.Logf("%d records, %d payload bytes, %d extents", len(recs), info.PayloadLen, len(info.Extents))
+		})
+	}
+}
+
+func TestCheckpointEmpty(t *testing.T) {
+	dev := device.NewMem(1 << 20)
+	info := writeCheckpoint(t, dev, newBumpAlloc(50, 100), nil, CheckpointOptions{NextSeq: 1})
+	got, ri, err := readAll(dev, info, 512)
+	if err != nil || len(got) != 0 || len(ri.Extents) != 1 || ri.Extents[0].Len != 1 {
+		t.Fatalf("empty checkpoint: %v %d %+v", err, len(got), ri)
+	}
+}
+
+func TestCheckpointCorruption(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var recs []Record
+	for range 500 {
+		recs = append(recs, randomRecord(rng))
+	}
+	dev := device.NewMem(8 << 20)
+	info := writeCheckpoint(t, dev, newBumpAlloc(40, 5), recs, CheckpointOptions{BufferSize: 700})
+	img := dev.Bytes()
+	// Flip one byte in the header, in a link header, in the payload of
+	// the first, a middle and the last extent: each must be refused.
+	spots := []int64{int64(info.Block)*512 + 9, int64(info.Extents[1].Start)*512 + 20}
+	for _, i := range []int{0, len(info.Extents) / 2, len(info.Extents) - 1} {
+		spots = append(spots, int64(info.Extents[i].Start)*512+100)
+	}
+	for _, at := range spots {
+		img[at] ^= 0x04
+		if _, _, err := readAll(dev, info, 512); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("flip at %d: %v", at, err)
+		}
+		img[at] ^= 0x04
+	}
+	if _, _, err := readAll(dev, info, 512); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+	if _, err := ReadCheckpoint(dev, CheckpointLoc{Block: 3000, BlockSize: 512}, nil); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("nothing there: %v", err)
+	}
+	if _, err := ReadCheckpoint(dev, CheckpointLoc{Block: 1 << 40, BlockSize: 512}, nil); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("past the device: %v", err)
+	}
+	stop := errors.New("stop")
+	if _, err := ReadCheckpoint(dev, CheckpointLoc{Block: info.Block, BlockSize: 512}, func(Record) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("callback error: %v", err)
+	}
+}
+
+func TestCheckpointWriterErrors(t *testing.T) {
+	if _, err := NewCheckpointWriter(device.NewMem(1<<20), CheckpointOptions{BlockSize: 512}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("no alloc: %v", err)
+	}
+	a := newBumpAlloc(50, 3)
+	w, _ := NewCheckpointWriter(device.NewMem(1<<20), CheckpointOptions{BlockSize: 512, Alloc: a.alloc, Free: a.free})
+	if err := w.Add(DirentRec{Parent: 1, Ino: 2, Name: "a/b"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("invalid record: %v", err)
+	}
+	if err := w.Add(InodeFreeRec{Ino: 3}); err != nil {
+		t.Errorf("writer unusable after a refused record: %v", err)
+	}
+	w.Abort()
+	if len(a.owned) != 0 {
+		t.Errorf("abort kept %d blocks", len(a.owned))
+	}
+
+	// A device failure mid-stream: the error surfaces, Abort frees all.
+	f := device.NewFaulty(device.NewMem(1 << 20))
+	f.FailFrom(device.OpWrite, 2, syscall.EIO)
+	a = newBumpAlloc(50, 3)
+	w, _ = NewCheckpointWriter(f, CheckpointOptions{BlockSize: 512, Alloc: a.alloc, Free: a.free, BufferSize: 512})
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		err = w.Add(InodeRec{Ino: uint64(i + 1)})
+	}
+	if err == nil {
+		_, err = w.Finish()
+	}
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("device failure: %v", err)
+	}
+	w.Abort()
+	if len(a.owned) != 0 {
+		t.Errorf("abort after failure kept %d blocks", len(a.owned))
+	}
+
+	// An allocator returning nonsense is refused.
+	w, _ = NewCheckpointWriter(device.NewMem(1<<20), CheckpointOptions{BlockSize: 512, Alloc: func(uint64) (uint64, uint64, error) { return 0, 1, nil }})
+	if err := w.Add(InodeFreeRec{Ino: 3}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("allocation over the superblocks: %v", err)
+	}
+}
+
+func BenchmarkCheckpoint(b *testing.B) {
+	const files = 100_000
+	recs := make([]Record, 0, 2*files)
+	for i := range uint64(files) {
+		recs = append(recs, InodeRec{Ino: i + 2, Gen: 1, Mode: 0o100644, Nlink: 1, Size: 4096, Atime: 1e18, Mtime: 1e18, Ctime: 1e18},
+			DirentRec{Parent: 1, Ino: i + 2, Cookie: i + 3, Name: "file-0000000"})
+	}
+	dev := device.NewMem(256 << 20)
+	var info CheckpointInfo
+	b.Run("write", func(b *testing.B) {
+		for b.Loop() {
+			a := newBumpAlloc(100, 1<<30)
+			w, _ := NewCheckpointWriter(dev, CheckpointOptions{BlockSize: 4096, Alloc: a.alloc})
+			for _, r := range recs {
+				w.Add(r)
+			}
+			info, _ = w.Finish()
+		}
+		b.ReportMetric(float64(info.PayloadLen)/files, "bytes/file")
+	})
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ReadCheckpoint(dev, CheckpointLoc{Block: info.Block, BlockSize: 4096}, func(Record) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

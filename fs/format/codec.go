@@ -1,0 +1,336 @@
+package format
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
+
+// A record on disk is
+//
+//	type    u8
+//	length  uvarint   bytes of body
+//	body    length bytes, the fields of the type in declaration order
+//
+// Unsigned fields are uvarints, times are zigzag varints (Mtime as a delta
+// from Atime, Ctime from Mtime: usually 1 byte each), strings and byte
+// strings are uvarint length + bytes. Extents are delta-encoded: see
+// appendExtents. FORMAT.md has the byte tables.
+
+// AppendRecord appends the encoding of r to dst. r must pass Validate (the
+// journal and the checkpoint writer check); a record of a type this package
+// does not define appends nothing.
+func AppendRecord(dst []byte, r Record) []byte {
+	start := len(dst)
+	dst = append(dst, byte(r.Type()), 0, 0, 0, 0, 0) // body length patched below
+	body := len(dst)
+	switch r := deref(r).(type) {
+	case InodeRec:
+		dst = binary.AppendUvarint(dst, r.Ino)
+		dst = binary.AppendUvarint(dst, r.Gen)
+		for _, v := range [...]uint32{r.Mode, r.Nlink, r.Uid, r.Gid, r.Rdev, r.Flags} {
+			dst = binary.AppendUvarint(dst, uint64(v))
+		}
+		dst = binary.AppendUvarint(dst, r.Size)
+		dst = binary.AppendVarint(dst, r.Atime)
+		dst = binary.AppendVarint(dst, r.Mtime-r.Atime)
+		dst = binary.AppendVarint(dst, r.Ctime-r.Mtime)
+	case InodeFreeRec:
+		dst = binary.AppendUvarint(dst, r.Ino)
+	case DirentRec:
+		dst = binary.AppendUvarint(dst, r.Parent)
+		dst = binary.AppendUvarint(dst, r.Ino)
+		dst = binary.AppendUvarint(dst, r.Cookie)
+		dst = appendString(dst, r.Name)
+	case DirentDelRec:
+		dst = binary.AppendUvarint(dst, r.Parent)
+		dst = appendString(dst, r.Name)
+	case ExtentsRec:
+		dst = binary.AppendUvarint(dst, r.Ino)
+		dst = appendExtents(dst, r.Extents)
+	case InlineRec:
+		dst = binary.AppendUvarint(dst, r.Ino)
+		dst = appendBytes(dst, r.Data)
+	case XattrSetRec:
+		dst = binary.AppendUvarint(dst, r.Ino)
+		dst = appendString(dst, r.Name)
+		dst = appendBytes(dst, r.Value)
+	case XattrDelRec:
+		dst = binary.AppendUvarint(dst, r.Ino)
+		dst = appendString(dst, r.Name)
+	case SymlinkRec:
+		dst = binary.AppendUvarint(dst, r.Ino)
+		dst = appendString(dst, r.Target)
+	default:
+		return dst[:start]
+	}
+	// Move the body left over the unused length bytes: cheaper than
+	// encoding twice, and the body is usually a few dozen bytes.
+	n := len(dst) - body
+	var lenBuf [binary.MaxVarintLen64]byte
+	l := binary.PutUvarint(lenBuf[:], uint64(n))
+	copy(dst[start+1:], lenBuf[:l])
+	copy(dst[start+1+l:], dst[body:])
+	return dst[:start+1+l+n]
+}
+
+// appendExtents writes the count, then per extent: the gap from the end of
+// the previous logical range (so order and disjointness are built in), the
+// signed distance from the end of the previous physical range (small for
+// files laid out contiguously), and the length.
+func appendExtents(dst []byte, xs []Extent) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(xs)))
+	var logEnd, physEnd uint64
+	for _, x := range xs {
+		dst = binary.AppendUvarint(dst, x.Logical-logEnd)
+		dst = binary.AppendVarint(dst, int64(x.Physical-physEnd))
+		dst = binary.AppendUvarint(dst, x.Len)
+		logEnd, physEnd = x.Logical+x.Len, x.Physical+x.Len
+	}
+	return dst
+}
+
+// deref lets callers pass records by pointer as well as by value.
+func deref(r Record) Record {
+	switch p := r.(type) {
+	case *InodeRec:
+		return *p
+	case *InodeFreeRec:
+		return *p
+	case *DirentRec:
+		return *p
+	case *DirentDelRec:
+		return *p
+	case *ExtentsRec:
+		return *p
+	case *InlineRec:
+		return *p
+	case *XattrSetRec:
+		return *p
+	case *XattrDelRec:
+		return *p
+	case *SymlinkRec:
+		return *p
+	}
+	return r
+}
+
+// DecodeRecord decodes the record at the start of b and returns it (by
+// value) with the number of bytes it used. Bad bytes, a truncated record or
+// a record breaking a limit give an error wrapping ErrCorrupt.
+func DecodeRecord(b []byte) (Record, int, error) {
+	total, complete, err := recordSize(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !complete || total > len(b) {
+		return nil, 0, fmt.Errorf("format: record of %d bytes, %d left: truncated: %w", total, len(b), ErrCorrupt)
+	}
+	typ := RecType(b[0])
+	_, hdr := binary.Uvarint(b[1:])
+	d := decoder{b: b[1+hdr : total]}
+	r := decodeBody(typ, &d)
+	if d.err == nil && len(d.b) != 0 {
+		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))
+	}
+	if d.err == nil {
+		if why := check(r); why != "" {
+			d.fail(why)
+		}
+	}
+	if d.err != nil {
+		return nil, 0, fmt.Errorf("format: %v record: %w", typ, d.err)
+	}
+	return r, total, nil
+}
+
+// recordSize returns the encoded size of the record at the start of b from
+// its frame alone, so a streaming reader knows how many bytes to gather.
+// complete is false when b ends inside the frame; err is set when the frame
+// itself is bad.
+func recordSize(b []byte) (size int, complete bool, err error) {
+	if len(b) == 0 {
+		return 0, false, nil
+	}
+	if t := RecType(b[0]); t == 0 || t > maxRecType {
+		return 0, false, fmt.Errorf("format: unknown record type %d: %w", b[0], ErrCorrupt)
+	}
+	n, l := binary.Uvarint(b[1:])
+	switch {
+	case l == 0 && len(b) <= binary.MaxVarintLen64:
+		return 0, false, nil
+	case l <= 0:
+		return 0, false, fmt.Errorf("format: record length: bad varint: %w", ErrCorrupt)
+	case n > MaxRecordLen:
+		return 0, false, fmt.Errorf("format: record length %d over limit %d: %w", n, MaxRecordLen, ErrCorrupt)
+	}
+	return 1 + l + int(n), true, nil
+}
+
+func decodeBody(typ RecType, d *decoder) Record {
+	switch typ {
+	case RecInode:
+		r := InodeRec{Ino: d.uvarint("ino"), Gen: d.uvarint("gen")}
+		for _, f := range [...]*uint32{&r.Mode, &r.Nlink, &r.Uid, &r.Gid, &r.Rdev, &r.Flags} {
+			*f = d.u32("attribute")
+		}
+		r.Size = d.uvarint("size")
+		r.Atime = d.varint("atime")
+		r.Mtime = r.Atime + d.varint("mtime")
+		r.Ctime = r.Mtime + d.varint("ctime")
+		return r
+	case RecInodeFree:
+		return InodeFreeRec{Ino: d.uvarint("ino")}
+	case RecDirent:
+		return DirentRec{Parent: d.uvarint("parent"), Ino: d.uvarint("ino"), Cookie: d.uvarint("cookie"), Name: d.str("name", MaxNameLen)}
+	case RecDirentDel:
+		return DirentDelRec{Parent: d.uvarint("parent"), Name: d.str("name", MaxNameLen)}
+	case RecExtents:
+		return ExtentsRec{Ino: d.uvarint("ino"), Extents: decodeExtents(d)}
+	case RecInline:
+		return InlineRec{Ino: d.uvarint("ino"), Data: d.bytes("data", MaxInlineLen)}
+	case RecXattrSet:
+		return XattrSetRec{Ino: d.uvarint("ino"), Name: d.str("name", MaxNameLen), Value: d.bytes("value", MaxXattrValueLen)}
+	case RecXattrDel:
+		return XattrDelRec{Ino: d.uvarint("ino"), Name: d.str("name", MaxNameLen)}
+	case RecSymlink:
+		return SymlinkRec{Ino: d.uvarint("ino"), Target: d.str("target", MaxSymlinkLen)}
+	}
+	d.fail("unknown type") // recordSize already refused it
+	return nil
+}
+
+func decodeExtents(d *decoder) []Extent {
+	n := d.uvarint("extent count")
+	// Every extent takes at least 3 bytes: bound the allocation by the input.
+	if d.err != nil || n > uint64(len(d.b)/3) {
+		d.fail(fmt.Sprintf("extent count %d for %d bytes", n, len(d.b)))
+		return nil
+	}
+	xs := make([]Extent, n)
+	var logEnd, physEnd uint64
+	for i := range xs {
+		gap := d.uvarint("extent gap")
+		x := Extent{Logical: logEnd + gap, Physical: physEnd + uint64(d.varint("extent distance")), Len: d.uvarint("extent length")}
+		if x.Logical < logEnd {
+			d.fail("extent logical offset overflows")
+		}
+		xs[i] = x
+		logEnd, physEnd = x.Logical+x.Len, x.Physical+x.Len
+	}
+	return xs
+}
+
+// Validate reports, wrapping ErrInvalid, why r cannot be written: a zero
+// inode number, a bad name, a value over its limit, an extent map that is
+// unsorted, overlapping or overflowing. Decoders apply the same rules.
+func Validate(r Record) error {
+	if r == nil {
+		return fmt.Errorf("format: nil record: %w", ErrInvalid)
+	}
+	if why := check(deref(r)); why != "" {
+		return fmt.Errorf("format: %v record: %s: %w", r.Type(), why, ErrInvalid)
+	}
+	return nil
+}
+
+func check(r Record) string {
+	switch r := r.(type) {
+	case InodeRec:
+		return checkIno(r.Ino)
+	case InodeFreeRec:
+		return checkIno(r.Ino)
+	case DirentRec:
+		return first(checkIno(r.Parent), checkIno(r.Ino), checkName(r.Name))
+	case DirentDelRec:
+		return first(checkIno(r.Parent), checkName(r.Name))
+	case ExtentsRec:
+		return first(checkIno(r.Ino), checkExtents(r.Extents))
+	case InlineRec:
+		return first(checkIno(r.Ino), checkLen("inline data", len(r.Data), 0, MaxInlineLen))
+	case XattrSetRec:
+		return first(checkIno(r.Ino), checkXattrName(r.Name), checkLen("xattr value", len(r.Value), 0, MaxXattrValueLen))
+	case XattrDelRec:
+		return first(checkIno(r.Ino), checkXattrName(r.Name))
+	case SymlinkRec:
+		return first(checkIno(r.Ino), checkLen("symlink target", len(r.Target), 1, MaxSymlinkLen), checkNoNUL(r.Target))
+	}
+	return fmt.Sprintf("unknown record type %T", r)
+}
+
+func first(whys ...string) string {
+	for _, w := range whys {
+		if w != "" {
+			return w
+		}
+	}
+	return ""
+}
+
+func checkIno(ino uint64) string {
+	if ino == 0 {
+		return "inode number 0"
+	}
+	return ""
+}
+
+func checkLen(what string, n, lo, hi int) string {
+	if n < lo || n > hi {
+		return fmt.Sprintf("%s of %d bytes outside [%d, %d]", what, n, lo, hi)
+	}
+	return ""
+}
+
+func checkNoNUL(s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Sprintf("NUL byte in %q", s)
+	}
+	return ""
+}
+
+// checkName accepts what a directory may hold: 1 to 255 bytes, no '/' or
+// NUL, not "." or "..".
+func checkName(name string) string {
+	if w := checkLen("name", len(name), 1, MaxNameLen); w != "" {
+		return w
+	}
+	if name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 {
+		return fmt.Sprintf("name %q not allowed in a directory", name)
+	}
+	return checkNoNUL(name)
+}
+
+func checkXattrName(name string) string {
+	return first(checkLen("xattr name", len(name), 1, MaxNameLen), checkNoNUL(name))
+}
+
+// checkExtents requires non-empty extents sorted by logical offset, not
+// overlapping, and with no range wrapping past 2^64.
+func checkExtents(xs []Extent) string {
+	if len(xs) > MaxExtents {
+		return fmt.Sprintf("%d extents over limit %d", len(xs), MaxExtents)
+	}
+	var logEnd uint64
+	for i, x := range xs {
+		switch {
+		case x.Len == 0:
+			return fmt.Sprintf("extent %d is empty", i)
+		case x.Logical+x.Len < x.Logical || x.Physical+x.Len < x.Physical:
+			return fmt.Sprintf("extent %d overflows", i)
+		case i > 0 && x.Logical < logEnd:
+			return fmt.Sprintf("extent %d at logical block %d overlaps or precedes block %d", i, x.Logical, logEnd)
+		}
+		logEnd = x.Logical + x.Len
+	}
+	return ""
+}
+
+// maxRecType is the highest record type number in use (see the registry).
+const maxRecType = RecSymlink
+
+func (t RecType) String() string {
+	if t == 0 || t > maxRecType {
+		return fmt.Sprintf("type-%d", uint8(t))
+	}
+	return [...]string{"", "inode", "inode-free", "dirent", "dirent-del", "extents", "inline", "xattr-set", "xattr-del", "symlink"}[t]
+}

@@ -1,0 +1,181 @@
+package format
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/smallfs/smallfs/fs/device"
+)
+
+func testSuperblock() *Superblock {
+	return &Superblock{
+		UUID:      [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		BlockSize: 4096,
+		Blocks:    256,
+		Log:       BlockRange{Start: 2, Len: 64},
+		LogHead:   5,
+		LogSeq:    77,
+		LogPrev:   0xdeadbeef,
+		NextIno:   2,
+	}
+}
+
+func TestSuperblockRoundTrip(t *testing.T) {
+	dev := device.NewMem(1 << 20)
+	sb := testSuperblock()
+	if err := InitSuperblocks(dev, sb); err != nil {
+		t.Fatal(err)
+	}
+	if sb.Generation != 2 || sb.Version != FormatVersion {
+		t.Fatalf("after init: gen %d version %d", sb.Generation, sb.Version)
+	}
+	got, err := ReadSuperblock(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *got != *sb {
+		t.Fatalf("read back\n got %+v\nwant %+v", got, sb)
+	}
+	for i := range 5 {
+		sb.Flags ^= FlagClean
+		sb.Checkpoint = uint64(100 + i)
+		if err := WriteSuperblock(dev, sb); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadSuperblock(dev)
+		if err != nil || *got != *sb {
+			t.Fatalf("write %d: %v\n got %+v\nwant %+v", i, err, got, sb)
+		}
+		if got.Slot != int(got.Generation%2) {
+			t.Fatalf("slot %d for generation %d", got.Slot, got.Generation)
+		}
+	}
+}
+
+func TestSuperblockFallsBackToOtherSlot(t *testing.T) {
+	dev := device.NewMem(1 << 20)
+	sb := testSuperblock()
+	InitSuperblocks(dev, sb)
+	WriteSuperblock(dev, sb) // generation 3, slot B
+	dev.Bytes()[SuperblockBOffset+50] ^= 1
+	got, err := ReadSuperblock(dev)
+	if err != nil || got.Generation != 2 || got.Slot != 0 {
+		t.Fatalf("torn newest slot: %v %+v", err, got)
+	}
+	dev.Bytes()[SuperblockAOffset+60] ^= 1
+	_, err = ReadSuperblock(dev)
+	if !errors.Is(err, ErrNoValidSuperblock) || !strings.Contains(err.Error(), "superblock A: ") || !strings.Contains(err.Error(), "superblock B: ") {
+		t.Fatalf("both bad: %v", err)
+	}
+}
+
+func TestSuperblockErrors(t *testing.T) {
+	if _, err := ReadSuperblock(device.NewMem(1 << 20)); !errors.Is(err, ErrNotSmallfs) {
+		t.Errorf("blank device: %v", err)
+	}
+	if _, err := ReadSuperblock(device.NewMem(4096)); !errors.Is(err, ErrNotSmallfs) {
+		t.Errorf("tiny device: %v", err)
+	}
+
+	dev := device.NewMem(1 << 20)
+	sb := testSuperblock()
+	InitSuperblocks(dev, sb)
+	newer := *sb
+	newer.Version = FormatVersion + 1
+	newer.Generation++
+	buf := make([]byte, SuperblockSize)
+	newer.Encode(buf)
+	dev.WriteAt(buf, SuperblockAOffset)
+	_, err := ReadSuperblock(dev)
+	if !errors.Is(err, ErrNewerVersion) || !strings.Contains(err.Error(), "version 2, this smallfs reads up to 1") {
+		t.Errorf("newer version: %v", err)
+	}
+	feat := *sb
+	feat.Features = 1 << 5
+	feat.Encode(buf)
+	dev.WriteAt(buf, SuperblockAOffset)
+	if _, err := ReadSuperblock(dev); !errors.Is(err, ErrUnknownFeature) {
+		t.Errorf("unknown feature: %v", err)
+	}
+
+	// The device shrank below what the superblock describes.
+	dev = device.NewMem(1 << 20)
+	sb = testSuperblock()
+	InitSuperblocks(dev, sb)
+	small := device.NewMemFrom(dev.Bytes()[:128<<10])
+	if _, err := ReadSuperblock(small); !errors.Is(err, ErrNoValidSuperblock) {
+		t.Errorf("shrunk device: %v", err)
+	}
+}
+
+func TestWriteSuperblockRefusesAndChangesNothing(t *testing.T) {
+	dev := device.NewMem(1 << 20)
+	sb := testSuperblock()
+	InitSuperblocks(dev, sb)
+	before := bytes.Clone(dev.Bytes()[:2*SuperblockSlotSize])
+	bad := []func(*Superblock){
+		func(s *Superblock) { s.BlockSize = 3000 },
+		func(s *Superblock) { s.Log = BlockRange{0, 10} },
+		func(s *Superblock) { s.Log.Len = 1 },
+		func(s *Superblock) { s.LogHead = s.Log.Len },
+		func(s *Superblock) { s.Checkpoint = 3 }, // inside the log
+		func(s *Superblock) { s.Blocks = 1 << 40 },
+		func(s *Superblock) { s.Features = 1 },
+		func(s *Superblock) { s.Flags = 1 << 7 },
+	}
+	for i, mutate := range bad {
+		s := *sb
+		mutate(&s)
+		want := s
+		if err := WriteSuperblock(dev, &s); !errors.Is(err, ErrInvalid) {
+			t.Errorf("case %d: %v", i, err)
+		}
+		if s != want {
+			t.Errorf("case %d: superblock changed on error", i)
+		}
+	}
+	if !bytes.Equal(before, dev.Bytes()[:2*SuperblockSlotSize]) {
+		t.Fatal("refused writes changed the device")
+	}
+
+	f := device.NewFaulty(dev)
+	f.FailNth(device.OpWrite, 1, syscall.EIO)
+	gen := sb.Generation
+	if err := WriteSuperblock(f, sb); !errors.Is(err, syscall.EIO) || sb.Generation != gen {
+		t.Errorf("failed write: %v, generation %d -> %d", err, gen, sb.Generation)
+	}
+}
+
+// TestSuperblockSurvivesCrashes writes superblocks on a crash device and
+// checks that every crash leaves a readable superblock, the newest flushed
+// one or a newer one.
+func TestSuperblockSurvivesCrashes(t *testing.T) {
+	c := device.NewCrash(1<<20, 9)
+	sb := testSuperblock()
+	if err := InitSuperblocks(c, sb); err != nil {
+		t.Fatal(err)
+	}
+	c.KeepHistory()
+	for range 6 {
+		sb.LogSeq++
+		if err := WriteSuperblock(c, sb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p := 0; p <= c.FlushPoints(); p++ {
+		for _, mode := range device.CrashModes {
+			m, _ := c.CrashAt(p, mode)
+			got, err := ReadSuperblock(m)
+			if err != nil {
+				t.Fatalf("point %d %v: %v", p, mode, err)
+			}
+			// Every WriteSuperblock flushes twice: by point p, floor(p/2) are durable.
+			if min := uint64(2 + p/2); got.Generation < min {
+				t.Fatalf("point %d %v: generation %d < %d", p, mode, got.Generation, min)
+			}
+		}
+	}
+}
