@@ -194,7 +194,10 @@ func (c *checker) blocks() {
 		c.add(0, "%d blocks owned, %d free, %d waiting for a commit: %d of %d blocks accounted for (leak)",
 			ownedBlocks, freeBlocks, st.PendingBlocks, total, s.a.Capacity())
 	}
-	if want := s.dataBlocks + blocksIn(c.v.fixed) - ownedBlocks; s.free() != want-st.PendingBlocks {
-		c.add(0, "space counts %d free blocks, allocator %d", s.free(), want-st.PendingBlocks)
+	s.mu.Lock()
+	got := s.allocatable()
+	s.mu.Unlock()
+	if want := s.dataBlocks + blocksIn(c.v.fixed) - ownedBlocks - st.PendingBlocks; got != want {
+		c.add(0, "space counts %d free blocks, allocator %d", got, want)
 	}
 }

@@ -1,13 +1,254 @@
 package volume
 
-import "github.com/smallfs/smallfs/fs/format"
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
 
-// fileData is the open-file state of a regular inode (filled in by the data
-// path).
-type fileData struct{}
+	"github.com/smallfs/smallfs/fs/format"
+)
 
-// truncateTxn appends to txn the records that cut or extend ino's data to
-// size (v.mu held for writing).
-func (v *Volume) truncateTxn(txn []format.Record, ino Ino, n *inode, size uint64) []format.Record {
-	return txn
+// fileData is the open-file state of a regular inode, shared by all its
+// handles: the data lock, and the dirty data not yet written to the device.
+//
+// Dirty data is kept in chunks of chunkSize bytes, keyed by chunk index. A
+// dirty chunk's buffer holds the chunk's whole current content up to the end
+// of the chunk or of the file, whichever comes first: it is filled from the
+// device when first touched, so write-back writes whole chunks and never
+// reads. Size and mtime run ahead of the inode's committed ones while
+// ahead is set; GetAttr reads them atomically under the metadata lock.
+type fileData struct {
+	mu      sync.RWMutex // the data lock: read for reads, write for the rest
+	chunks  map[uint64][]byte
+	dirty   int64  // bytes in chunks
+	blocks  uint64 // blocks reserved for the chunks (space.reserve)
+	writers int    // handles open for writing
+	home    Ino    // directory whose cursor places the data
+
+	size  atomic.Uint64
+	mtime atomic.Int64
+	ahead atomic.Bool // size and mtime differ from the committed inode
+}
+
+// chunkSize is the unit of dirty data: big enough that a large sequential
+// write costs few map entries and device writes, small enough that a random
+// small write reads and rewrites little.
+func (v *Volume) chunkSize() uint64 { return max(64<<10, uint64(v.blockSize)) }
+
+// attach returns ino's fileData, creating it (v.mu held for writing).
+func (v *Volume) attach(n *inode, home Ino) *fileData {
+	x := n.ext()
+	if x.data == nil {
+		x.data = &fileData{home: home}
+		x.data.size.Store(n.size)
+		x.data.mtime.Store(n.mtime)
+	}
+	return x.data
+}
+
+// detach drops ino's fileData once no handle uses it and it holds no dirty
+// data (v.mu held for writing).
+func detach(n *inode) {
+	if n.x != nil && n.x.data != nil && n.opens == 0 && len(n.x.data.chunks) == 0 && !n.x.data.ahead.Load() {
+		n.x.data = nil
+	}
+}
+
+// readAt copies file bytes [off, off+len(p)) into p: dirty chunks from
+// memory, the rest from inline data or the device, holes as zeros. The range
+// lies below the file size. fd.mu is held (read or write).
+func (v *Volume) readAt(n *inode, fd *fileData, p []byte, off uint64) error {
+	cs := v.chunkSize()
+	for len(p) > 0 {
+		c := off / cs
+		k := min(uint64(len(p)), (c+1)*cs-off)
+		if b, ok := fd.chunks[c]; ok {
+			at := off - c*cs
+			m := copy(p[:k], b[min(at, uint64(len(b))):])
+			clear(p[m:k])
+		} else if err := v.readCommitted(n, p[:k], off); err != nil {
+			return err
+		}
+		p, off = p[k:], off+k
+	}
+	return nil
+}
+
+// readCommitted reads committed data: inline bytes, or extents from the
+// device, zeros in holes.
+func (v *Volume) readCommitted(n *inode, p []byte, off uint64) error {
+	x := n.x
+	if x.inline != nil {
+		m := 0
+		if off < uint64(len(x.inline)) {
+			m = copy(p, x.inline[off:])
+		}
+		clear(p[m:])
+		return nil
+	}
+	bs := uint64(v.blockSize)
+	for len(p) > 0 {
+		b := off / bs
+		e, ok := findExtent(x.extents, b)
+		var k uint64
+		switch {
+		case ok: // inside e: read to its end
+			k = min(uint64(len(p)), (e.Logical+e.Len)*bs-off)
+			if _, err := v.dev.ReadAt(p[:k], int64(e.Physical*bs+off-e.Logical*bs)); err != nil {
+				return opErr("read", "", err)
+			}
+		default: // in a hole: zeros up to the next extent
+			k = uint64(len(p))
+			if e.Len > 0 {
+				k = min(k, e.Logical*bs-off)
+			}
+			clear(p[:k])
+		}
+		p, off = p[k:], off+k
+	}
+	return nil
+}
+
+// findExtent returns the extent holding logical block b (ok), or else the
+// first extent after b (Len 0 if none).
+func findExtent(es []format.Extent, b uint64) (format.Extent, bool) {
+	i, _ := slices.BinarySearchFunc(es, b, func(e format.Extent, b uint64) int {
+		switch {
+		case e.Logical+e.Len <= b:
+			return -1
+		case e.Logical > b:
+			return 1
+		}
+		return 0
+	})
+	if i == len(es) {
+		return format.Extent{}, false
+	}
+	return es[i], es[i].Logical <= b
+}
+
+// chunk returns chunk c ready for writing, loading it from committed data
+// and growing it to hold file bytes up to end (zeros beyond the old size).
+// It reserves the blocks the chunk will need at write-back and fails with
+// ErrNoSpace, changing nothing, when they are not there. fd.mu is held for
+// writing.
+func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
+	cs := v.chunkSize()
+	start := c * cs
+	b, ok := fd.chunks[c]
+	have := uint64(len(b))
+	if !ok {
+		// Load what the file holds of this chunk below its current size.
+		have = min(cs, fd.size.Load()-min(start, fd.size.Load()))
+	}
+	want := max(have, min(cs, end-start))
+	var held uint64
+	if ok {
+		held = blocksFor(have, v.blockSize)
+	}
+	need := blocksFor(want, v.blockSize)
+	if need > held {
+		if err := v.space.reserve(need - held); err != nil {
+			return nil, err
+		}
+		fd.blocks += need - held
+	}
+	if !ok {
+		b = make([]byte, have, roundUp(want, uint64(v.blockSize)))
+		if err := v.readCommitted(n, b, start); err != nil {
+			v.space.unreserve(need - held)
+			fd.blocks -= need - held
+			return nil, err
+		}
+		if fd.chunks == nil {
+			fd.chunks = make(map[uint64][]byte)
+		}
+		fd.dirty += int64(have)
+	}
+	if want > uint64(len(b)) {
+		fd.dirty += int64(want) - int64(len(b))
+		b = grow(b, int(want))
+	}
+	fd.chunks[c] = b
+	return b, nil
+}
+
+// grow extends b to n bytes of which the new ones are zero.
+func grow(b []byte, n int) []byte {
+	old := len(b)
+	b = slices.Grow(b, n-old)[:n]
+	clear(b[old:])
+	return b
+}
+
+func blocksFor(bytes uint64, blockSize int) uint64 {
+	return (bytes + uint64(blockSize) - 1) / uint64(blockSize)
+}
+
+func roundUp(x, unit uint64) uint64 { return (x + unit - 1) / unit * unit }
+
+// write copies p into the file at off through dirty chunks, extending the
+// file. A size increase first makes the chunk holding the old end dirty, so
+// the stale bytes of its last block past the old end are written as zeros.
+// fd.mu is held for writing.
+func (v *Volume) write(n *inode, fd *fileData, p []byte, off uint64) (int, error) {
+	end := off + uint64(len(p))
+	if err := v.extendTo(n, fd, end); err != nil {
+		return 0, err
+	}
+	cs := v.chunkSize()
+	done := 0
+	for len(p) > 0 {
+		c := off / cs
+		k := min(uint64(len(p)), (c+1)*cs-off)
+		b, err := v.chunk(n, fd, c, off+k)
+		if err != nil {
+			return done, err
+		}
+		copy(b[off-c*cs:], p[:k])
+		p, off, done = p[k:], off+k, done+int(k)
+	}
+	return done, nil
+}
+
+// extendTo grows the file to size end, if it is smaller (fd.mu held for
+// writing). See write for why the old last chunk becomes dirty.
+func (v *Volume) extendTo(n *inode, fd *fileData, end uint64) error {
+	size := fd.size.Load()
+	if end <= size {
+		return nil
+	}
+	if size%uint64(v.blockSize) != 0 {
+		c := size / v.chunkSize()
+		if _, err := v.chunk(n, fd, c, min(end, (c+1)*v.chunkSize())); err != nil {
+			return err
+		}
+	}
+	fd.size.Store(end)
+	fd.ahead.Store(true)
+	return nil
+}
+
+// truncateDirty cuts the dirty chunks to size (fd.mu held for writing).
+func (v *Volume) truncateDirty(fd *fileData, size uint64) {
+	cs := v.chunkSize()
+	for c, b := range fd.chunks {
+		start := c * cs
+		keep := min(uint64(len(b)), size-min(size, start))
+		if keep == uint64(len(b)) {
+			continue
+		}
+		fd.dirty -= int64(uint64(len(b)) - keep)
+		freed := blocksFor(uint64(len(b)), v.blockSize) - blocksFor(keep, v.blockSize)
+		v.space.unreserve(freed)
+		fd.blocks -= freed
+		clear(b[keep:]) // bytes past len stay zero (see writeBlocks)
+		if keep == 0 {
+			delete(fd.chunks, c)
+			continue
+		}
+		fd.chunks[c] = b[:keep]
+	}
+	fd.size.Store(size)
+	fd.ahead.Store(true)
 }

@@ -1,6 +1,9 @@
 package volume
 
-import "sort"
+import (
+	"sort"
+	"sync/atomic"
+)
 
 // Readdir cookies. 0, 1 and 2 are kept for the caller: 0 starts a listing,
 // and the FUSE adapter hands out 1 and 2 for the "." and ".." entries it adds
@@ -39,6 +42,7 @@ type dir struct {
 	live   int
 	next   uint64 // cookie of the next entry
 	index  map[string]dref
+	cursor atomic.Uint64 // where the data of the next file placed goes
 }
 
 func newDir(parent Ino) *dir { return &dir{parent: parent, next: firstCookie} }

@@ -69,6 +69,9 @@ var (
 	// implement, such as RENAME_WHITEOUT or fallocate hole punching
 	// (EOPNOTSUPP).
 	ErrNotSupported = sentinel(syscall.EOPNOTSUPP, "operation not supported")
+	// ErrNoOffset is returned by Lseek when no data or hole lies at or
+	// after the offset (ENXIO).
+	ErrNoOffset = sentinel(syscall.ENXIO, "no such offset")
 	// ErrBadHandle is returned when a released handle is used or a handle
 	// lacks the access mode an operation needs (EBADF).
 	ErrBadHandle = sentinel(syscall.EBADF, "bad file handle")

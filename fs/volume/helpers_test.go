@@ -17,7 +17,13 @@ var root = Context{Uid: 0, Gid: 0}
 // and the device image is kept in a file whose path is printed.
 func newTestVolume(t testing.TB, opts Options) *Volume {
 	t.Helper()
-	dev := device.NewMem(64 << 20)
+	return newTestVolumeSize(t, 64<<20, opts)
+}
+
+// newTestVolumeSize is newTestVolume on a device of size bytes.
+func newTestVolumeSize(t testing.TB, size int64, opts Options) *Volume {
+	t.Helper()
+	dev := device.NewMem(size)
 	v, err := newVolume(dev, 4096, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,28 @@ package volume
 
 import (
 	"syscall"
-
-	"github.com/smallfs/smallfs/fs/format"
 )
 
 // SetAttr changes the attributes selected by in.Valid and returns the new
 // attributes. The change is one transaction; ctime is bumped unless
 // SetCtime gives it.
 func (v *Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error) {
+	// Dirty data goes first (so the times set below are not overtaken by a
+	// later write-back), and a new size through the data path.
+	err := v.withData(ino, func(n *inode, fd *fileData) error {
+		if in.Valid&SetSize != 0 {
+			if in.Size > MaxFileSize {
+				return ErrFileTooBig
+			}
+			return v.resize(ino, n, fd, in.Size)
+		}
+		return v.writeBack(ino, n, fd)
+	})
+	switch {
+	case err == ErrIsDir && in.Valid&SetSize == 0, err == ErrInvalid && in.Valid&SetSize == 0:
+	case err != nil:
+		return Attr{}, opErr("setattr", "", err)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	n, err := v.live(ino)
@@ -40,27 +54,10 @@ func (v *Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error) {
 		r.Mtime = in.Mtime
 	}
 	r.Ctime = now
-	txn := []format.Record{nil}
-	if in.Valid&SetSize != 0 {
-		switch {
-		case n.isDir():
-			return Attr{}, opErr("setattr", "", ErrIsDir)
-		case !n.isReg():
-			return Attr{}, opErr("setattr", "", ErrInvalid)
-		case in.Size > MaxFileSize:
-			return Attr{}, opErr("setattr", "", ErrFileTooBig)
-		}
-		if in.Size != n.size && in.Valid&(SetMtime|SetMtimeNow) == 0 {
-			r.Mtime = now
-		}
-		r.Size = in.Size
-		txn = v.truncateTxn(txn, ino, n, in.Size)
-	}
 	if in.Valid&SetCtime != 0 {
 		r.Ctime = in.Ctime
 	}
-	txn[0] = r
-	if _, err := v.commit(txn...); err != nil {
+	if _, err := v.commit(r); err != nil {
 		return Attr{}, opErr("setattr", "", err)
 	}
 	return v.attr(ino, n), nil

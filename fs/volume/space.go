@@ -16,9 +16,10 @@ type space struct {
 	a          *alloc.Allocator
 	dataBlocks uint64 // blocks of the data area, used or not
 
-	mu      sync.Mutex
-	used    uint64    // blocks allocated and not freed
-	pending []pending // freed, not yet durable; in sequence order
+	mu       sync.Mutex
+	used     uint64    // blocks allocated and not freed
+	reserved uint64    // promised to dirty data not yet allocated
+	pending  []pending // freed, not yet durable; in sequence order
 }
 
 type pending struct{ seq, blocks uint64 }
@@ -34,15 +35,19 @@ func newSpace(capacity, reserved uint64, used []alloc.Extent, blockSize int) (*s
 	return &space{a: a, dataBlocks: capacity - reserved, used: blocksIn(used) - reserved}, nil
 }
 
-// alloc returns one extent of 1 to want blocks near hint.
-func (s *space) alloc(hint, want uint64) (alloc.Extent, error) {
+// alloc returns one extent of 1 to want blocks near hint, taking it from
+// the blocks reserved for dirty data, of which the caller holds *held.
+func (s *space) alloc(hint, want uint64, held *uint64) (alloc.Extent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	e, err := s.a.Alloc(hint, want, 1)
 	if err != nil {
-		return e, err
+		return e, opErr("alloc", "", ErrNoSpace)
 	}
-	s.mu.Lock()
 	s.used += e.Len
-	s.mu.Unlock()
+	k := min(e.Len, *held)
+	s.reserved -= k
+	*held -= k
 	return e, nil
 }
 
@@ -85,13 +90,44 @@ func (s *space) durable(seq uint64) {
 	s.mu.Unlock()
 }
 
-// free returns the allocatable blocks.
-func (s *space) free() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// allocatable returns the blocks the allocator holds free (s.mu held).
+func (s *space) allocatable() uint64 {
 	n := s.dataBlocks - s.used
 	for _, p := range s.pending {
 		n -= p.blocks
 	}
 	return n
+}
+
+// free returns the blocks neither used, waiting for a commit, nor promised.
+func (s *space) free() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.allocatable() - s.reserved
+}
+
+// reserve promises n blocks to dirty data, so that its write-back cannot
+// run out of space; it returns ErrNoSpace when they are not free.
+func (s *space) reserve(n uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.allocatable()-s.reserved < n {
+		return ErrNoSpace
+	}
+	s.reserved += n
+	return nil
+}
+
+// unreserve takes back a promise of n blocks.
+func (s *space) unreserve(n uint64) {
+	s.mu.Lock()
+	s.reserved -= n
+	s.mu.Unlock()
+}
+
+// hasPending reports whether frees are waiting for a commit.
+func (s *space) hasPending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending) > 0
 }

@@ -19,27 +19,51 @@ type Volume struct {
 	dev       device.Device
 	blockSize int
 
-	mu      sync.RWMutex // metadata: the inode table and everything under it
-	inodes  inodeTable
-	space   *space
-	fixed   []alloc.Extent // superblocks and log: outside the data area
-	ckpt    []alloc.Extent // the current checkpoint's extents
-	nextGen uint64         // generation of the next inode created
-	log     txnLog
-	closed  bool
-	now     func() int64 // the clock, in Unix ns
+	mu        sync.RWMutex // metadata: the inode table and everything under it
+	inodes    inodeTable
+	space     *space
+	fixed     []alloc.Extent // superblocks and log: outside the data area
+	dataStart uint64         // first block of the data area
+	ckpt      []alloc.Extent // the current checkpoint's extents
+	nextGen   uint64         // generation of the next inode created
+	log       txnLog
+	closed    bool
+	now       func() int64 // the clock, in Unix ns
+
+	dirtyMu sync.Mutex // leaf lock guarding dirty
+	dirty   map[Ino]*fileData
 }
 
 // txnLog is where committed transactions go, in the order they are applied.
-// Append only queues the records; durability comes from the journal's Sync.
+// Append only queues the records; Sync makes everything appended durable
+// and then lets the blocks freed by it be reused (space.durable).
 type txnLog interface {
 	Append(txn []format.Record) (seq uint64, err error)
+	Sync() error
 }
 
-// memLog is a log that keeps nothing: a volume without persistence.
-type memLog struct{ seq uint64 }
+// memLog is a log that keeps nothing, for a volume without persistence:
+// every transaction is "durable" at the next Sync.
+type memLog struct {
+	mu    sync.Mutex
+	seq   uint64
+	space *space
+}
 
-func (l *memLog) Append([]format.Record) (uint64, error) { l.seq++; return l.seq, nil }
+func (l *memLog) Append([]format.Record) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	return l.seq, nil
+}
+
+func (l *memLog) Sync() error {
+	l.mu.Lock()
+	seq := l.seq
+	l.mu.Unlock()
+	l.space.durable(seq)
+	return nil
+}
 
 func clock() int64 { return time.Now().UnixNano() }
 
@@ -49,10 +73,11 @@ func newVolume(dev device.Device, blockSize int, opts Options) (*Volume, error) 
 	if err != nil {
 		return nil, err
 	}
-	v := &Volume{opts: opts, dev: dev, blockSize: blockSize, log: &memLog{}, now: clock, nextGen: 1}
+	v := &Volume{opts: opts, dev: dev, blockSize: blockSize, now: clock, nextGen: 1}
 	if v.space, err = newSpace(uint64(dev.Size())/uint64(blockSize), 0, nil, blockSize); err != nil {
 		return nil, err
 	}
+	v.log = &memLog{space: v.space}
 	v.inodes.limit = min(uint64(dev.Size())/bytesPerInode, maxInodes)
 	if v.inodes.limit < uint64(RootIno) {
 		return nil, opErr("open", "", ErrNoSpace)
@@ -67,13 +92,19 @@ func newVolume(dev device.Device, blockSize int, opts Options) (*Volume, error) 
 
 // commit appends one transaction to the log and applies it. The caller holds
 // v.mu for writing and has validated the change, so apply cannot fail; a log
-// error fails the operation with nothing changed.
+// error fails the operation with nothing changed. The blocks of inodes the
+// transaction frees are freed once it is durable.
 func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 	seq, err := v.log.Append(txn)
 	if err != nil {
 		return 0, err
 	}
 	for _, r := range txn {
+		if f, ok := r.(format.InodeFreeRec); ok {
+			if n := v.inodes.get(Ino(f.Ino)); n != nil && n.x != nil {
+				v.freeAfter(physical(n.x.extents), seq)
+			}
+		}
 		if err := v.apply(r); err != nil && invariants.Enabled {
 			panic("volume: live transaction does not apply: " + err.Error())
 		}
@@ -81,7 +112,7 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 	return seq, nil
 }
 
-// readable returns the live inode ino for a read-only call (v.mu held).
+// live returns the live inode ino for a read-only call (v.mu held).
 func (v *Volume) live(ino Ino) (*inode, error) {
 	if v.closed {
 		return nil, ErrClosed
@@ -111,6 +142,12 @@ func (v *Volume) attr(ino Ino, n *inode) Attr {
 		Ino: ino, Gen: n.gen, Mode: n.mode, Nlink: n.nlink, Uid: n.uid, Gid: n.gid,
 		Rdev: n.rdev, Size: n.size, Blksize: uint32(v.blockSize),
 		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime,
+	}
+	if n.x != nil && n.x.data != nil && n.x.data.ahead.Load() {
+		// Unwritten changes: what the file will be once written back.
+		a.Size = n.x.data.size.Load()
+		a.Mtime = n.x.data.mtime.Load()
+		a.Ctime = max(a.Ctime, a.Mtime)
 	}
 	if n.x != nil {
 		for _, e := range n.x.extents {

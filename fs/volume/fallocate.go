@@ -1,0 +1,138 @@
+package volume
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Fallocate modes, as fallocate(2).
+const FallocKeepSize uint32 = 1 // FALLOC_FL_KEEP_SIZE: do not change the size
+
+// Lseek whences beyond io.Seek*, as lseek(2).
+const (
+	SeekData = 3
+	SeekHole = 4
+)
+
+// Fallocate gives blocks to the holes of [off, off+length) of regular file
+// ino, extending the file unless FallocKeepSize. The blocks are written with
+// zeros, because the format has no unwritten-extent flag: the cost grows
+// with length. With FallocKeepSize nothing is allocated past the end of the
+// file: data is placed copy-on-write at write-back, so blocks reserved
+// there could not be used by later writes anyway. Other modes (hole
+// punching, zero range, collapse) give EOPNOTSUPP.
+func (v *Volume) Fallocate(ino Ino, mode uint32, off, length int64) error {
+	switch {
+	case mode&^FallocKeepSize != 0:
+		return opErr("fallocate", "", ErrNotSupported)
+	case off < 0 || length <= 0:
+		return opErr("fallocate", "", ErrInvalid)
+	case uint64(off)+uint64(length) > MaxFileSize:
+		return opErr("fallocate", "", ErrFileTooBig)
+	}
+	err := v.withData(ino, func(n *inode, fd *fileData) error {
+		start, end := uint64(off), uint64(off+length)
+		if mode&FallocKeepSize != 0 {
+			end = min(end, fd.size.Load())
+		}
+		zeros := make([]byte, v.chunkSize())
+		for _, hole := range v.holes(n, fd, start, end) {
+			for at := hole[0]; at < hole[1]; {
+				k := min(hole[1]-at, uint64(len(zeros)))
+				if _, err := v.write(n, fd, zeros[:k], at); err != nil {
+					return err
+				}
+				at += k
+				if fd.dirty >= v.opts.DirtyThreshold {
+					if err := v.writeBack(ino, n, fd); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if fd.size.Load() < end { // only when the holes were all inside
+			if err := v.extendTo(n, fd, end); err != nil {
+				return err
+			}
+		}
+		fd.ahead.Store(true)
+		return v.writeBack(ino, n, fd)
+	})
+	return opErrOrNil("fallocate", "", err)
+}
+
+// Lseek answers SEEK_DATA and SEEK_HOLE on regular file ino: the first
+// offset at or after off that is data (resp. in a hole; the end of the file
+// counts as a hole). Offsets at or past the end give ENXIO.
+func (v *Volume) Lseek(ino Ino, off int64, whence int) (int64, error) {
+	if whence != SeekData && whence != SeekHole {
+		return 0, opErr("lseek", "", ErrInvalid)
+	}
+	if off < 0 {
+		return 0, opErr("lseek", "", ErrNoOffset)
+	}
+	var res uint64
+	err := v.withData(ino, func(n *inode, fd *fileData) error {
+		size, at := fd.size.Load(), uint64(off)
+		if at >= size {
+			return ErrNoOffset
+		}
+		holes := v.holes(n, fd, at, size)
+		switch {
+		case whence == SeekHole && len(holes) > 0:
+			res = holes[0][0]
+		case whence == SeekHole:
+			res = size
+		case len(holes) == 0 || holes[0][0] > at:
+			res = at
+		case holes[0][1] < size:
+			res = holes[0][1]
+		default:
+			return ErrNoOffset
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, opErr("lseek", "", err)
+	}
+	return int64(res), nil
+}
+
+// holes returns the ranges of [start, end) that hold no data, in order:
+// not inline, not mapped by an extent, not in a dirty chunk. Data is
+// tracked per block, so holes are block-aligned inside the file.
+func (v *Volume) holes(n *inode, fd *fileData, start, end uint64) [][2]uint64 {
+	if start >= end {
+		return nil
+	}
+	bs, cs := uint64(v.blockSize), v.chunkSize()
+	var data [][2]uint64
+	if l := uint64(len(n.x.inline)); l > 0 {
+		data = append(data, [2]uint64{0, l})
+	}
+	for _, e := range n.x.extents {
+		data = append(data, [2]uint64{e.Logical * bs, (e.Logical + e.Len) * bs})
+	}
+	for c, b := range fd.chunks {
+		data = append(data, [2]uint64{c * cs, c*cs + uint64(len(b))})
+	}
+	slices.SortFunc(data, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	var out [][2]uint64
+	at := start
+	for _, d := range data {
+		if d[1] <= at {
+			continue
+		}
+		if d[0] >= end {
+			break
+		}
+		if d[0] > at {
+			out = append(out, [2]uint64{at, d[0]})
+		}
+		at = d[1]
+		if at >= end {
+			return out
+		}
+	}
+	return append(out, [2]uint64{at, end})
+}

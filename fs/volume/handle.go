@@ -1,0 +1,306 @@
+package volume
+
+import (
+	"io"
+	"sync/atomic"
+	"syscall"
+)
+
+// Handle is an open regular file. Its methods are safe for concurrent use;
+// all handles of an inode share one fileData, so a read through one sees
+// writes through another at once.
+type Handle struct {
+	v      *Volume
+	ino    Ino
+	n      *inode // stays valid: an open inode is never freed
+	fd     *fileData
+	read   bool
+	write  bool
+	closed atomic.Bool
+}
+
+// OpenFile opens regular file ino. flags are open(2)'s: the access mode,
+// and O_TRUNC, which empties the file when it is opened for writing.
+// Directories give EISDIR, symlinks ELOOP (as O_NOFOLLOW), other special
+// files EINVAL (the kernel serves those itself).
+func (v *Volume) OpenFile(ino Ino, flags uint32) (*Handle, error) {
+	v.mu.Lock()
+	h, err := v.open(ino, 0, flags)
+	v.mu.Unlock()
+	if err != nil {
+		return nil, opErr("open", "", err)
+	}
+	if flags&syscall.O_TRUNC != 0 && h.write {
+		if err := h.truncate(0); err != nil {
+			h.Release()
+			return nil, opErr("open", "", err)
+		}
+	}
+	return h, nil
+}
+
+// Create makes regular file name in parent and opens it. If name exists
+// the call fails with EEXIST under O_EXCL, and otherwise opens the
+// existing file (with O_TRUNC applied) as open(2) with O_CREAT does.
+func (v *Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags uint32) (Attr, *Handle, error) {
+	v.mu.Lock()
+	ino, n, err := v.newChild(ctx, parent, name, syscall.S_IFREG|mode&^syscall.S_IFMT, 0)
+	if err == ErrExist && flags&syscall.O_EXCL == 0 {
+		r, _ := v.inodes.get(parent).dirOf().lookup(name)
+		v.mu.Unlock()
+		h, err := v.OpenFile(r.ino, flags)
+		if err != nil {
+			return Attr{}, nil, err
+		}
+		a, err := v.Lookup(ctx, parent, name)
+		return a, h, err
+	}
+	if err != nil {
+		v.mu.Unlock()
+		return Attr{}, nil, opErr("create", name, err)
+	}
+	h, err := v.open(ino, parent, flags)
+	a := v.attr(ino, n)
+	v.mu.Unlock()
+	if err != nil {
+		return Attr{}, nil, opErr("create", name, err)
+	}
+	return a, h, nil
+}
+
+// open makes a handle on ino; home is the directory placing new data, 0 if
+// unknown (v.mu held for writing).
+func (v *Volume) open(ino, home Ino, flags uint32) (*Handle, error) {
+	n, err := v.live(ino)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case n.isDir():
+		return nil, ErrIsDir
+	case n.isLink():
+		return nil, ErrLoop
+	case !n.isReg():
+		return nil, ErrInvalid
+	}
+	acc := flags & syscall.O_ACCMODE
+	h := &Handle{v: v, ino: ino, n: n, read: acc != syscall.O_WRONLY, write: acc != syscall.O_RDONLY}
+	h.fd = v.attach(n, home)
+	n.opens++
+	if h.write {
+		h.fd.writers++
+	}
+	return h, nil
+}
+
+// Ino returns the inode the handle is open on.
+func (h *Handle) Ino() Ino { return h.ino }
+
+// ReadAt reads from the file at off. Holes read as zeros; at the end of
+// the file it returns fewer bytes and io.EOF, as io.ReaderAt does.
+func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
+	if h.closed.Load() || !h.read {
+		return 0, opErr("read", "", ErrBadHandle)
+	}
+	if off < 0 {
+		return 0, opErr("read", "", ErrInvalid)
+	}
+	h.fd.mu.RLock()
+	defer h.fd.mu.RUnlock()
+	size := h.fd.size.Load()
+	if uint64(off) >= size {
+		return 0, io.EOF
+	}
+	k := min(uint64(len(p)), size-uint64(off))
+	if err := h.v.readAt(h.n, h.fd, p[:k], uint64(off)); err != nil {
+		return 0, err
+	}
+	if k < uint64(len(p)) {
+		return int(k), io.EOF
+	}
+	return int(k), nil
+}
+
+// ReadPlan says how to answer a read of n bytes at off without copying
+// when it can: one contiguous device range when the bytes are committed in
+// one extent, else the bytes themselves (inline data, dirty data, holes,
+// or a mix). Short at the end of the file; Len 0 and no Bytes at or past it.
+// The device range is read after the call returns: a write-back racing with
+// it may free those blocks, but they are not reused before the next commit.
+func (h *Handle) ReadPlan(off int64, n int) (ReadPlan, error) {
+	if h.closed.Load() || !h.read {
+		return ReadPlan{}, opErr("read", "", ErrBadHandle)
+	}
+	if off < 0 || n < 0 {
+		return ReadPlan{}, opErr("read", "", ErrInvalid)
+	}
+	h.fd.mu.RLock()
+	defer h.fd.mu.RUnlock()
+	size := h.fd.size.Load()
+	if uint64(off) >= size {
+		return ReadPlan{}, nil
+	}
+	k := min(uint64(n), size-uint64(off))
+	if p, ok := h.v.devRange(h.n, h.fd, uint64(off), k); ok {
+		return p, nil
+	}
+	b := make([]byte, k)
+	if err := h.v.readAt(h.n, h.fd, b, uint64(off)); err != nil {
+		return ReadPlan{}, err
+	}
+	return ReadPlan{Bytes: b}, nil
+}
+
+// devRange returns the device range of file bytes [off, off+k) if they are
+// committed, not dirty, and in one extent.
+func (v *Volume) devRange(n *inode, fd *fileData, off, k uint64) (ReadPlan, bool) {
+	cs, bs := v.chunkSize(), uint64(v.blockSize)
+	for c := off / cs; c*cs < off+k; c++ {
+		if _, dirty := fd.chunks[c]; dirty {
+			return ReadPlan{}, false
+		}
+	}
+	if n.x.inline != nil {
+		return ReadPlan{}, false
+	}
+	e, ok := findExtent(n.x.extents, off/bs)
+	if !ok || (e.Logical+e.Len)*bs < off+k {
+		return ReadPlan{}, false
+	}
+	return ReadPlan{DevOff: int64(e.Physical*bs + off - e.Logical*bs), Len: int(k)}, true
+}
+
+// WriteAt writes p at off, extending the file as needed. The data is
+// buffered; blocks are allocated at write-back (Flush, Release, Fsync, the
+// periodic commit, or once the inode holds Options.DirtyThreshold dirty
+// bytes). ENOSPC is reported here, when the blocks cannot be promised.
+func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
+	if h.closed.Load() || !h.write {
+		return 0, opErr("write", "", ErrBadHandle)
+	}
+	if off < 0 {
+		return 0, opErr("write", "", ErrInvalid)
+	}
+	if uint64(off)+uint64(len(p)) > MaxFileSize {
+		return 0, opErr("write", "", ErrFileTooBig)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	v, fd := h.v, h.fd
+	fd.mu.Lock()
+	defer fd.mu.Unlock()
+	n, err := v.writeSpace(h.n, fd, p, uint64(off))
+	if n > 0 {
+		fd.mtime.Store(v.now())
+		fd.ahead.Store(true)
+		v.markDirty(h.ino, fd)
+	}
+	if err != nil {
+		return n, opErr("write", "", err)
+	}
+	if fd.dirty >= v.opts.DirtyThreshold {
+		return n, v.writeBack(h.ino, h.n, fd)
+	}
+	return n, nil
+}
+
+// writeSpace is write that, on ENOSPC with frees waiting for a commit,
+// commits once and retries: space freed by deletes becomes usable.
+func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, error) {
+	k, err := v.write(n, fd, p, off)
+	if err == ErrNoSpace && v.space.hasPending() {
+		if serr := v.syncLog(); serr != nil {
+			return k, serr
+		}
+		var k2 int
+		k2, err = v.write(n, fd, p[k:], off+uint64(k))
+		k += k2
+	}
+	return k, err
+}
+
+// Flush is called at each close(2) of the file: the last writer's flush
+// writes the data back (delayed allocation happens here at the latest).
+func (h *Handle) Flush() error {
+	if h.closed.Load() {
+		return opErr("flush", "", ErrBadHandle)
+	}
+	if !h.write {
+		return nil
+	}
+	h.fd.mu.Lock()
+	defer h.fd.mu.Unlock()
+	if h.fd.writers > 1 {
+		return nil
+	}
+	return h.v.writeBack(h.ino, h.n, h.fd)
+}
+
+// Fsync makes the file's data and attributes durable (datasync: the data
+// and the size; here both cost the same).
+func (h *Handle) Fsync(datasync bool) error {
+	if h.closed.Load() {
+		return opErr("fsync", "", ErrBadHandle)
+	}
+	h.fd.mu.Lock()
+	err := h.v.writeBack(h.ino, h.n, h.fd)
+	h.fd.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return h.v.syncLog()
+}
+
+// Release closes the handle. The last writer writes the data back; the
+// last handle of an unlinked file frees it. Using the handle afterwards
+// gives EBADF.
+func (h *Handle) Release() error {
+	if h.closed.Swap(true) {
+		return opErr("release", "", ErrBadHandle)
+	}
+	v, fd := h.v, h.fd
+	fd.mu.Lock()
+	defer fd.mu.Unlock()
+	var err error
+	if h.write {
+		fd.writers--
+		v.mu.RLock()
+		linked := h.n.nlink > 0
+		v.mu.RUnlock()
+		if fd.writers == 0 && linked {
+			err = v.writeBack(h.ino, h.n, fd)
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	h.n.opens--
+	if h.n.opens == 0 {
+		if err != nil || h.n.nlink == 0 { // nothing will write it back now
+			v.dropDirty(fd)
+			fd.ahead.Store(false)
+		}
+		detach(h.n)
+		v.freeIfUnused(h.ino, h.n)
+	}
+	return err
+}
+
+// truncate sets the file size through the handle's data.
+func (h *Handle) truncate(size uint64) error {
+	h.fd.mu.Lock()
+	defer h.fd.mu.Unlock()
+	return h.v.resize(h.ino, h.n, h.fd, size)
+}
+
+// resize cuts or extends the file to size and commits it (fd.mu held).
+func (v *Volume) resize(ino Ino, n *inode, fd *fileData, size uint64) error {
+	if size < fd.size.Load() {
+		v.truncateDirty(fd, size)
+	} else if err := v.extendTo(n, fd, size); err != nil {
+		return err
+	}
+	fd.mtime.Store(v.now())
+	fd.ahead.Store(true)
+	return v.writeBack(ino, n, fd)
+}

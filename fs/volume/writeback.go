@@ -1,0 +1,223 @@
+package volume
+
+import (
+	"math"
+	"slices"
+
+	"github.com/smallfs/smallfs/alloc"
+	"github.com/smallfs/smallfs/fs/format"
+)
+
+// writeBack makes fd's dirty state committed: the dirty chunks get fresh
+// blocks near the file's directory cursor (copy-on-write: committed blocks
+// are never overwritten), the data is written, and then one transaction
+// sets the inode's size and times and its whole data map. Blocks the new
+// map no longer references are freed once that transaction is durable.
+// A file that fits Options.InlineThreshold is stored inline instead.
+//
+// fd.mu is held for writing; v.mu is not held (it is taken to commit).
+func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
+	if len(fd.chunks) == 0 && !fd.ahead.Load() {
+		return nil
+	}
+	size := fd.size.Load()
+	var (
+		recs    []format.Record
+		dropped []alloc.Extent
+		fresh   []alloc.Extent
+		err     error
+	)
+	if size <= uint64(v.opts.InlineThreshold) {
+		recs, dropped, err = v.inlineRecs(ino, n, fd, size)
+	} else {
+		recs, dropped, fresh, err = v.placeRecs(ino, n, fd, size)
+	}
+	if err != nil {
+		v.releaseAll(fresh)
+		return err
+	}
+	v.mu.Lock()
+	r := n.record(ino)
+	r.Size = size
+	r.Mtime = fd.mtime.Load()
+	r.Ctime = max(r.Ctime, r.Mtime)
+	recs[0] = r
+	seq, err := v.commit(recs...)
+	if err != nil {
+		v.mu.Unlock()
+		v.releaseAll(fresh)
+		return opErr("write", "", err)
+	}
+	v.freeAfter(dropped, seq)
+	fd.ahead.Store(false)
+	v.mu.Unlock()
+	v.dropDirty(fd)
+	return nil
+}
+
+// inlineRecs builds the records storing a file of size bytes inline; the
+// first record is a placeholder for the inode's.
+func (v *Volume) inlineRecs(ino Ino, n *inode, fd *fileData, size uint64) ([]format.Record, []alloc.Extent, error) {
+	var data []byte
+	if size > 0 {
+		data = make([]byte, size)
+		if err := v.readAt(n, fd, data, 0); err != nil {
+			return nil, nil, err
+		}
+	}
+	recs := []format.Record{nil, format.InlineRec{Ino: uint64(ino), Data: data}}
+	if n.x.extents != nil {
+		recs = append(recs, format.ExtentsRec{Ino: uint64(ino)})
+	}
+	return recs, physical(n.x.extents), nil
+}
+
+// placeRecs allocates and writes the dirty chunks of a file of size bytes
+// and builds the records of its new extent map; the first record is a
+// placeholder for the inode's. It returns the blocks the new map drops and
+// the blocks it allocated (to give back if the commit fails).
+func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs []format.Record, dropped, fresh []alloc.Extent, err error) {
+	bs, cs := uint64(v.blockSize), v.chunkSize()
+	inline := n.x.inline
+	// Inline data moves to blocks: make its chunks dirty so they are placed.
+	for c := uint64(0); c*cs < uint64(len(inline)); c++ {
+		if _, err := v.chunk(n, fd, c, min(size, (c+1)*cs)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	endBlock := blocksFor(size, v.blockSize)
+	extents, dropped := cutExtents(n.x.extents, endBlock, math.MaxUint64)
+	cks := make([]uint64, 0, len(fd.chunks))
+	for c := range fd.chunks {
+		cks = append(cks, c)
+	}
+	slices.Sort(cks)
+	for len(cks) > 0 {
+		k := 1 // a run of consecutive chunks
+		for k < len(cks) && cks[k] == cks[k-1]+1 {
+			k++
+		}
+		lb, le := cks[0]*cs/bs, min((cks[k-1]+1)*cs/bs, endBlock)
+		placed, err := v.place(fd, lb, le)
+		fresh = append(fresh, physical(placed)...)
+		if err != nil {
+			return nil, nil, fresh, err
+		}
+		var cut []alloc.Extent
+		extents, cut = cutExtents(extents, lb, le)
+		dropped = append(dropped, cut...)
+		extents = insertExtents(extents, placed)
+		cks = cks[k:]
+	}
+	recs = []format.Record{nil, format.ExtentsRec{Ino: uint64(ino), Extents: extents}}
+	if inline != nil {
+		recs = append(recs, format.InlineRec{Ino: uint64(ino)})
+	}
+	return recs, dropped, fresh, nil
+}
+
+// place allocates device blocks for logical blocks [lb, le), as few
+// extents as free space allows, near the file's directory cursor, and
+// writes the dirty chunks' bytes there.
+func (v *Volume) place(fd *fileData, lb, le uint64) ([]format.Extent, error) {
+	bs, cs := uint64(v.blockSize), v.chunkSize()
+	hint := v.hint(fd)
+	var placed []format.Extent
+	for l := lb; l < le; {
+		e, err := v.space.alloc(hint, le-l, &fd.blocks)
+		if err != nil {
+			return placed, err
+		}
+		placed = append(placed, format.Extent{Logical: l, Physical: e.Off, Len: e.Len})
+		// Write the bytes of logical blocks [l, l+e.Len), chunk by chunk.
+		for off, end := l*bs, (l+e.Len)*bs; off < end; {
+			c := off / cs
+			b := fd.chunks[c]
+			at := off - c*cs
+			k := min(end, (c+1)*cs) - off
+			if err := v.writeBlocks(b, at, k, int64(e.Off*bs+off-l*bs)); err != nil {
+				return placed, err
+			}
+			off += k
+		}
+		hint = e.End()
+		l += e.Len
+	}
+	v.setCursor(fd, hint)
+	return placed, nil
+}
+
+// writeBlocks writes k bytes of chunk buffer b from at to device offset
+// devOff; bytes past the buffer's end are zeros (the end of the file).
+func (v *Volume) writeBlocks(b []byte, at, k uint64, devOff int64) error {
+	var p []byte
+	switch {
+	case at+k <= uint64(cap(b)): // the bytes past len are kept zero
+		p = b[at : at+k]
+	default:
+		p = make([]byte, k)
+		copy(p, b[min(at, uint64(len(b))):])
+	}
+	if _, err := v.dev.WriteAt(p, devOff); err != nil {
+		return opErr("write", "", err)
+	}
+	return nil
+}
+
+// dropDirty forgets fd's dirty chunks and gives back their reservation.
+func (v *Volume) dropDirty(fd *fileData) {
+	clear(fd.chunks)
+	fd.dirty = 0
+	v.space.unreserve(fd.blocks)
+	fd.blocks = 0
+}
+
+// releaseAll gives back blocks allocated for a write-back that failed.
+func (v *Volume) releaseAll(es []alloc.Extent) {
+	for _, e := range es {
+		if err := v.space.release(e); err != nil {
+			v.opts.Logger.WithError(err).Error("cannot give back blocks of a failed write-back")
+		}
+	}
+}
+
+// freeAfter frees blocks dropped by transaction seq once it is durable
+// (v.mu held for writing, so frees reach the allocator in sequence order).
+func (v *Volume) freeAfter(es []alloc.Extent, seq uint64) {
+	for _, e := range es {
+		if err := v.space.freeAfter(e, seq); err != nil {
+			v.opts.Logger.WithError(err).WithField("extent", e).Error("cannot free blocks")
+		}
+	}
+}
+
+// hint returns where to place a file's next data: its directory's cursor,
+// or the directory's home region if it has placed nothing yet.
+func (v *Volume) hint(fd *fileData) uint64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if d := v.homeDir(fd); d != nil {
+		if c := d.cursor.Load(); c != 0 {
+			return c
+		}
+	}
+	// Spread directories over the data area by hashing the inode number.
+	h := uint64(fd.home) * 0x9e3779b97f4a7c15
+	return v.dataStart + h%v.space.dataBlocks
+}
+
+func (v *Volume) setCursor(fd *fileData, at uint64) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if d := v.homeDir(fd); d != nil {
+		d.cursor.Store(at)
+	}
+}
+
+// homeDir returns the live directory that places fd's data (v.mu held).
+func (v *Volume) homeDir(fd *fileData) *dir {
+	if n := v.inodes.get(fd.home); n != nil {
+		return n.dirOf()
+	}
+	return v.inodes.get(RootIno).dirOf()
+}
