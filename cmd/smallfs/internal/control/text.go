@@ -27,7 +27,7 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 	if a := st.Alloc; a != nil {
 		p("\nallocator\tfree %d blocks in %d extents, largest %d, pending %d\n", a.FreeBlocks, a.FreeExtents, a.LargestFree, a.PendingBlocks)
 		p("  fragmentation\t%.4f\n", a.Score)
-		p("  histogram\t%s\n", histogram(a.Histogram))
+		p("  histogram\t%s\n", Histogram(a.Histogram))
 		p("  calls\t%d (%d failed)\n", a.Calls, a.Failed)
 	}
 	if len(st.Ops) > 0 {
@@ -87,8 +87,9 @@ func rate(op Op, prev *Stats, now time.Time) string {
 	return fmt.Sprintf("%.1f", float64(op.Count)/dt)
 }
 
-// histogram prints the non-empty buckets as size:count, sizes in blocks.
-func histogram(h []uint64) string {
+// Histogram prints the non-empty buckets of a free-extent histogram
+// (bucket k counts extents of 2^k to 2^(k+1)-1 blocks) as size:count.
+func Histogram(h []uint64) string {
 	var parts []string
 	for k, n := range h {
 		if n != 0 {

@@ -48,7 +48,7 @@ func ParseArgs(args []string) (Args, error) {
 			return Args{Version: true}, nil
 		case arg == "-o" || arg == "-t":
 			if i+1 == len(args) {
-				return Args{}, fmt.Errorf("%s needs an argument: %w", arg, ErrUsage)
+				return Args{}, usagef("%s needs an argument", arg)
 			}
 			i++
 			if arg == "-o" {
@@ -70,12 +70,12 @@ func ParseArgs(args []string) (Args, error) {
 		return Args{}, joinErrors(errs)
 	}
 	if len(pos) != 2 {
-		return Args{}, fmt.Errorf("want DEVICE and MOUNTPOINT, got %d argument(s): %w", len(pos), ErrUsage)
+		return Args{}, usagef("want DEVICE and MOUNTPOINT, got %d argument(s)", len(pos))
 	}
 	a.Device = strings.TrimPrefix(pos[0], TypeName+"#")
 	a.Mountpoint = pos[1]
 	if a.Device == "" || a.Mountpoint == "" {
-		return Args{}, fmt.Errorf("empty DEVICE or MOUNTPOINT: %w", ErrUsage)
+		return Args{}, usagef("empty DEVICE or MOUNTPOINT")
 	}
 	return a, nil
 }
@@ -94,7 +94,7 @@ func (a *Args) shortFlags(arg string) error {
 			}
 		case 's', 'v', 'n':
 		default:
-			return fmt.Errorf("unknown flag -%c in %q: %w", r, arg, ErrUsage)
+			return usagef("unknown flag -%c", r)
 		}
 	}
 	return nil
@@ -106,5 +106,16 @@ func checkType(t string) error {
 	case TypeName, "fuse." + TypeName, "fuse":
 		return nil
 	}
-	return fmt.Errorf("type %q is not %s: %w", t, "fuse."+TypeName, ErrUsage)
+	return usagef("type %q is not fuse.%s", t, TypeName)
+}
+
+// usageError is a usage mistake: its text is the message alone, and it
+// matches ErrUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Unwrap() error { return ErrUsage }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
 }

@@ -38,7 +38,7 @@ func specByName(name string) (Spec, bool) {
 
 var specs = []Spec{
 	{Name: "commit_interval", Value: "DURATION", Default: "5s",
-		Help: "commit metadata at least this often; a crash loses at most this much unsynced work",
+		Help: "commit at least this often: the most a crash loses of work not fsynced",
 		apply: func(c *Config, v string) error {
 			d, err := parseSeconds(v)
 			if err == nil && d == 0 {
@@ -84,7 +84,7 @@ var specs = []Spec{
 			c.LogFormat = v
 			return nil
 		}},
-	{Name: "log_file", Value: "PATH", Default: "see LOGS",
+	{Name: "log_file", Value: "PATH",
 		Help: "log file of the background daemon, or syslog",
 		apply: func(c *Config, v string) error {
 			if v == "" {

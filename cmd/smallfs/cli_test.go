@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the output")
+
+// runCLI runs the command in-process and returns its exit code and output,
+// with dir (a temporary directory) replaced by $TMP so goldens are stable.
+func runCLI(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	a := &app{stdout: &out, stderr: &errOut}
+	code := a.run(append([]string{"smallfs"}, args...))
+	clean := func(s string) string {
+		if dir != "" {
+			s = strings.ReplaceAll(s, dir, "$TMP")
+		}
+		return s
+	}
+	return code, clean(out.String()), clean(errOut.String())
+}
+
+// golden compares a run with testdata/name.golden (or rewrites it under
+// -update).
+func golden(t *testing.T, name string, code int, stdout, stderr string) {
+	t.Helper()
+	got := fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", code, stdout, stderr)
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s: output differs from %s (-update rewrites it)\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+func TestHelpAndUsageGolden(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"help", []string{"--help"}},
+		{"noargs", nil},
+		{"help-mkfs", []string{"mkfs", "--help"}},
+		{"help-mount", []string{"mount", "-h"}},
+		{"help-helper", []string{"img", "/mnt", "--help"}},
+		{"help-fsck", []string{"help", "fsck"}},
+		{"help-info", []string{"info", "--help"}},
+		{"help-stats", []string{"stats", "--help"}},
+		{"usage-mount-args", []string{"mount", "img"}},
+		{"usage-mount-flag", []string{"mount", "--bogus", "img", "/mnt"}},
+		{"usage-mount-option", []string{"mount", "-o", "bogus,log_level=loud", "img", "/mnt"}},
+		{"usage-mount-flag-value", []string{"mount", "--commit-interval", "0", "img", "/mnt"}},
+		{"usage-helper-args", []string{"img"}},
+		{"usage-helper-flag", []string{"img", "/mnt", "-x"}},
+		{"usage-helper-type", []string{"img", "/mnt", "-t", "ext4"}},
+		{"usage-helper-option", []string{"img", "/mnt", "-o", "rw,noatime,allow_root", "-o", "metrics_addr=0.0.0.0:1"}},
+		{"usage-stats-args", []string{"stats"}},
+		{"usage-stats-interval", []string{"stats", "--watch", "--interval", "0s", dir}},
+		{"stats-not-mounted", []string{"stats", dir}},
+		{"stats-missing", []string{"stats", filepath.Join(dir, "nowhere", "mnt")}},
+		{"usage-fsck", []string{"fsck", "--repair"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, dir, tc.args...)
+			golden(t, tc.name, code, stdout, stderr)
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"-V"}, {"version"}, {"img", "/mnt", "-V"}} {
+		code, stdout, _ := runCLI(t, "", args...)
+		if code != 0 || !strings.HasPrefix(stdout, "smallfs devel") || !strings.Contains(stdout, "on-disk format 1") {
+			t.Errorf("%q: exit %d, %q", args, code, stdout)
+		}
+	}
+}
+
+// TestHelpNamesEveryFlag keeps help texts and flag sets from drifting: every
+// flag a command defines must appear in its help.
+func TestHelpNamesEveryFlag(t *testing.T) {
+	for _, c := range commands {
+		code, help, _ := runCLI(t, "", c.name, "--help")
+		if code != 0 {
+			t.Errorf("%s --help: exit %d", c.name, code)
+		}
+		for _, f := range flagsOf(c.name) {
+			if !strings.Contains(help, "--"+f) && !strings.Contains(help, "-"+f+",") &&
+				!strings.Contains(help, "-"+f+" ") && !(c.name == "mount" && optionListed(help, f)) {
+				t.Errorf("%s --help does not mention --%s", c.name, f)
+			}
+		}
+	}
+}
+
+// flagsOf lists the flags a command defines.
+func flagsOf(name string) []string {
+	var fs *flag.FlagSet
+	switch name {
+	case "stats":
+		fs, _ = statsFlags()
+	case "mount":
+		var p mountopt.Args
+		fs = mountFlags(&p, func(string) {})
+	default:
+		return nil
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
+// optionListed reports whether the mount help lists the option whose flag
+// is f in its option table.
+func optionListed(help, f string) bool {
+	name := strings.ReplaceAll(f, "-", "_")
+	return strings.Contains(help, "\n  "+name+" ") || strings.Contains(help, "\n  "+name+"=")
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/format"
+)
+
+// openDevice opens path as the backing device and turns the usual
+// failures into one line an operator can act on.
+func openDevice(path string, opts device.Options) (*device.File, error) {
+	d, err := device.Open(path, opts)
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, explain(err, "%s: no such device or image file", path)
+	case errors.Is(err, device.ErrLocked):
+		return nil, explain(err, "%s: device is in use (mounted, or being checked or formatted)", path)
+	case errors.Is(err, device.ErrNotDevice):
+		return nil, explain(err, "%s: not an image file or block device", path)
+	case errors.Is(err, device.ErrTooSmall):
+		return nil, explain(err, "%s: too small for a filesystem (at least %s)", path, human(device.DefaultMinSize))
+	}
+	return nil, err
+}
+
+// formatError explains why a device holds no filesystem this smallfs can
+// use.
+func formatError(path string, err error) error {
+	switch {
+	case errors.Is(err, format.ErrNotSmallfs):
+		return explain(err, "%s: not a smallfs filesystem (make one with smallfs mkfs)", path)
+	case errors.Is(err, format.ErrNewerVersion):
+		return explain(err, "%s: made by a newer smallfs (format newer than version %d); upgrade smallfs", path, format.FormatVersion)
+	case errors.Is(err, format.ErrUnknownFeature):
+		return explain(err, "%s: uses format features this smallfs does not know; upgrade smallfs", path)
+	case errors.Is(err, format.ErrNoValidSuperblock), errors.Is(err, format.ErrCorrupt):
+		return fmt.Errorf("%s: damaged filesystem: %w", path, err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// explained is an error retold for an operator: its text is the message
+// alone, while errors.Is still finds the sentinel underneath.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+func explain(err error, format string, args ...any) error {
+	return &explained{fmt.Sprintf(format, args...), err}
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
+)
+
+const mainUsage = `Usage: smallfs COMMAND [ARGS]
+       smallfs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d]
+
+smallfs keeps many small files on one device (an image file or a block
+device) and serves them through FUSE.
+
+Commands:
+  mkfs     make a filesystem on a device or image file
+  mount    mount a device (the flags form of the mount helper)
+  fsck     check a filesystem and repair what is safe
+  info     show a device's superblock, usage and free-space fragmentation
+  stats    show the live figures of a mounted filesystem
+
+The second form is the mount helper that mount(8) runs through mount.fuse3
+for 'mount -t fuse.smallfs DEVICE MOUNTPOINT' and /etc/fstab lines of type
+fuse.smallfs; 'smallfs mount --help' lists its options.
+
+'smallfs COMMAND --help' describes a command; 'smallfs --version' prints
+the version.
+`
+
+const mkfsHelp = `Usage: smallfs mkfs [--size SIZE] [--block-size BYTES] [--force] DEVICE
+
+Makes an empty smallfs filesystem on DEVICE, a block device or an image
+file, and prints what it made. A missing image file is created sparse
+with --size; an existing file shorter than --size is extended. SIZE takes
+a K, M, G or T suffix (powers of 1024).
+
+Flags:
+  --size SIZE          size of a new image file (default: the device's size)
+  --block-size BYTES   filesystem block size, a power of two from 512 to
+                       65536 (default 4096)
+  --force              overwrite an existing smallfs filesystem
+
+Exit status: 0 made, 1 failed, 2 usage error.
+`
+
+const fsckHelp = `Usage: smallfs fsck [--repair] [--json] DEVICE
+
+Checks the smallfs filesystem on DEVICE and reports every problem found:
+directory entries pointing nowhere, wrong link counts, orphan inodes,
+blocks owned twice or leaked. Without --repair nothing is written. With
+--repair it fixes what is safe to fix (orphans, link counts, leaked
+blocks) and checks again. It refuses to repair a mounted device. On a
+terminal it shows progress while it loads the metadata.
+
+Flags:
+  --repair   fix what is safe and write the result
+  --json     print the report as JSON
+
+Exit status, as e2fsck(8):
+  0   no problem
+  1   problems found and all corrected
+  4   problems left uncorrected
+  8   operational error (device missing, locked, not smallfs, I/O error)
+  16  usage error
+`
+
+const infoHelp = `Usage: smallfs info [--json] DEVICE
+
+Shows the superblock of the smallfs filesystem on DEVICE (version, UUID,
+block size, size, generation, clean or not), the log's state, space and
+files in use, and the fragmentation of free space (score from 0, one free
+extent, to 1, every free extent one block; and a histogram of free
+extent sizes). On a mounted device only the superblock can be read.
+
+Flags:
+  --json   print the same as JSON
+
+Exit status: 0 shown, 1 failed, 2 usage error.
+`
+
+const statsHelp = `Usage: smallfs stats [--json] [--watch] [--interval DURATION] [--count N] MOUNTPOINT
+
+Shows the live figures of the daemon serving MOUNTPOINT, read from it
+without stopping it: space and files, the allocator's free space and
+fragmentation, requests by operation with their latency, per-layer
+memory accounting (live count, bytes and peak per type; buffer pool hits
+and misses), and the Go runtime's memory.
+
+Flags:
+  --json              print the figures as JSON
+  --watch             print them again every interval, with rates
+  --interval DURATION time between samples under --watch (default 2s)
+  --count N           stop after N samples under --watch (default 0: forever)
+
+The daemon writes the same text to a statedump file on SIGUSR1 (see the
+log for its path).
+
+Exit status: 0 shown, 1 failed (not a smallfs mount, daemon gone), 2 usage
+error.
+`
+
+// mountHelp is built from the option table so that help, flags and parser
+// cannot disagree.
+var mountHelp = `Usage: smallfs mount [FLAGS] DEVICE MOUNTPOINT
+       smallfs DEVICE MOUNTPOINT [-o OPTIONS]... [-f] [-d]
+       mount -t fuse.smallfs DEVICE MOUNTPOINT [-o OPTIONS]
+
+Mounts the smallfs filesystem on DEVICE at MOUNTPOINT. The command returns
+once the filesystem answers and leaves the daemon in the background; with
+-f the daemon stays in the foreground and logs to stderr. umount,
+fusermount3 -u, SIGTERM and SIGINT all flush, write a checkpoint and mark
+the device clean before the daemon exits 0. SIGUSR1 writes a statedump.
+
+The second form is what mount.fuse3 runs for mount -t fuse.smallfs and for
+/etc/fstab lines such as
+  /srv/small.img  /srv/small  fuse.smallfs  defaults,nofail  0  0
+Options may come before or after DEVICE and MOUNTPOINT, and -o may repeat.
+
+Flags:
+  -f, --foreground   stay in the foreground, log to stderr
+  -d, --debug        same as -o debug
+  -r, --read-only    same as -o ro
+  -o OPTIONS         comma-separated options, as below; may repeat
+  --NAME[=VALUE]     any smallfs option below, '-' for '_' in NAME:
+                     --commit-interval 10s is -o commit_interval=10s
+
+Generic mount options (fstab(5)), honoured by the kernel:
+  ro, rw, dev, nodev, suid, nosuid, exec, noexec, atime, noatime, diratime,
+  nodiratime, relatime, norelatime, strictatime, nostrictatime, lazytime,
+  nolazytime, sync, async, dirsync. A mount is nodev,nosuid unless dev or
+  suid is given.
+Accepted without effect (they are for mount(8), fstab and systemd):
+  defaults, auto, noauto, user, users, nouser, owner, group, nofail,
+  _netdev, x-*, comment=
+
+smallfs options:
+` + specOptionsHelp() + `
+Times are seconds (2.5) or durations (500ms, 1h). A background daemon logs
+to /var/log/smallfs.log (root) or ~/.local/state/smallfs/smallfs.log
+unless log_file says otherwise.
+
+Exit status: smallfs mount: 0 mounted, 1 failed, 2 usage error. The helper
+form follows mount(8): 0 mounted, 32 mount failure, 1 usage error.
+`
+
+func specOptionsHelp() string {
+	var b strings.Builder
+	for _, s := range mountopt.Specs() {
+		left := s.Name
+		if s.Value != "" {
+			left += "=" + s.Value
+		}
+		help := s.Help
+		if s.Default != "" {
+			help += " (default " + s.Default + ")"
+		}
+		for i, line := range wrap(help, 78-2-26-1) {
+			fmt.Fprintf(&b, "  %-26s %s\n", left, line)
+			if i == 0 {
+				left = ""
+			}
+		}
+	}
+	return b.String()
+}
+
+// wrap breaks text into lines of at most width bytes at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
+	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/format"
+)
+
+type infoOpts struct{ json bool }
+
+func infoFlags() (*flag.FlagSet, *infoOpts) {
+	fs := newFlags("info")
+	o := &infoOpts{}
+	fs.BoolVar(&o.json, "json", false, "")
+	return fs, o
+}
+
+// deviceInfo is what info reports; the JSON form uses the same names.
+type deviceInfo struct {
+	Device     string `json:"device"`
+	Mounted    bool   `json:"mounted"` // locked by a daemon: only the superblock was read
+	Version    uint32 `json:"format_version"`
+	Features   uint64 `json:"features"`
+	UUID       string `json:"uuid"`
+	BlockSize  uint32 `json:"block_size"`
+	Blocks     uint64 `json:"blocks"`
+	Generation uint64 `json:"generation"`
+	Slot       string `json:"slot"`
+	Clean      bool   `json:"clean"`
+	Checkpoint uint64 `json:"checkpoint_block"` // 0: none yet
+	LogStart   uint64 `json:"log_start"`
+	LogBlocks  uint64 `json:"log_blocks"`
+	LogHead    uint64 `json:"log_head"`
+	LogSeq     uint64 `json:"log_seq"`
+	NextIno    uint64 `json:"next_inode"`
+
+	Usage *usageInfo `json:"usage,omitempty"` // needs the volume opened
+}
+
+// usageInfo is what opening the volume adds: space, files and free-space
+// fragmentation.
+type usageInfo struct {
+	BlocksFree    uint64   `json:"blocks_free"`
+	Files         uint64   `json:"files"`
+	FilesFree     uint64   `json:"files_free"`
+	FreeExtents   uint64   `json:"free_extents"`
+	LargestFree   uint64   `json:"largest_free"`
+	Fragmentation float64  `json:"fragmentation"`
+	Histogram     []uint64 `json:"histogram"`
+}
+
+// info shows a device's superblock and, when it is not mounted, its usage.
+func (a *app) info(args []string) int {
+	flags, o := infoFlags()
+	pos, code, done := a.parseCommand(flags, infoHelp, args, []string{"DEVICE"}, exitUsage)
+	if done {
+		return code
+	}
+	inf, err := readInfo(pos[0])
+	if err != nil {
+		return a.failf(exitError, "info: %v", err)
+	}
+	if o.json {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(inf)
+	} else {
+		err = inf.writeText(a.stdout)
+	}
+	if err != nil {
+		return a.failf(exitError, "info: %v", err)
+	}
+	return exitOK
+}
+
+// readInfo reads the superblock, sharing the device with other readers.
+// A mounted device is read without the lock: the superblock is consistent
+// on its own, the rest would not be.
+func readInfo(path string) (*deviceInfo, error) {
+	mounted := false
+	dev, err := openDevice(path, device.Options{ReadOnly: true})
+	if errors.Is(err, device.ErrLocked) {
+		mounted = true
+		dev, err = openDevice(path, device.Options{ReadOnly: true, NoLock: true})
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	sb, err := format.ReadSuperblock(dev)
+	if err != nil {
+		return nil, formatError(path, err)
+	}
+	inf := &deviceInfo{
+		Device: path, Mounted: mounted,
+		Version: sb.Version, Features: sb.Features, UUID: uuidString(sb.UUID),
+		BlockSize: sb.BlockSize, Blocks: sb.Blocks, Generation: sb.Generation,
+		Slot: string(rune('A' + sb.Slot)), Clean: sb.Clean(), Checkpoint: sb.Checkpoint,
+		LogStart: sb.Log.Start, LogBlocks: sb.Log.Len, LogHead: sb.LogHead, LogSeq: sb.LogSeq,
+		NextIno: sb.NextIno,
+	}
+	if !mounted {
+		inf.Usage, err = readUsage(dev)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return inf, nil
+}
+
+func (inf *deviceInfo) writeText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+	p("device\t%s\n", inf.Device)
+	p("format\tsmallfs version %d, features %#x\n", inf.Version, inf.Features)
+	p("uuid\t%s\n", inf.UUID)
+	p("block size\t%d\n", inf.BlockSize)
+	p("size\t%d blocks (%s)\n", inf.Blocks, human(inf.Blocks*uint64(inf.BlockSize)))
+	p("generation\t%d (slot %s)\n", inf.Generation, inf.Slot)
+	state := "clean"
+	if !inf.Clean {
+		state = "not clean: the log is replayed at the next mount or fsck"
+	}
+	if inf.Mounted {
+		state += " (mounted: superblock as last written)"
+	}
+	p("state\t%s\n", state)
+	if inf.Checkpoint == 0 {
+		p("checkpoint\tnone\n")
+	} else {
+		p("checkpoint\tblock %d\n", inf.Checkpoint)
+	}
+	p("log\tblocks %d-%d (%d blocks), replay from block %d, sequence %d\n",
+		inf.LogStart, inf.LogStart+inf.LogBlocks-1, inf.LogBlocks, inf.LogHead, inf.LogSeq)
+	p("next inode\t%d\n", inf.NextIno)
+	if u := inf.Usage; u != nil {
+		used := inf.Blocks - u.BlocksFree
+		p("space\t%d of %d blocks used (%s), %d free\n", used, inf.Blocks, human(used*uint64(inf.BlockSize)), u.BlocksFree)
+		p("files\t%d of %d used\n", u.Files-u.FilesFree, u.Files)
+		p("free space\t%d extents, largest %d blocks\n", u.FreeExtents, u.LargestFree)
+		p("fragmentation\t%.4f (0: one free extent, 1: all free extents one block)\n", u.Fragmentation)
+		p("free extents\t%s (size in blocks: count)\n", control.Histogram(u.Histogram))
+	}
+	return tw.Flush()
+}
+
+func uuidString(u [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/daemon"
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountinfo"
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
+)
+
+// serve runs one mount until it is unmounted, in the foreground (-f) or
+// as the background daemon. It returns the one-line error of a mount that
+// failed, or of a close that left the device unclean.
+func (a *app) serve(p mountopt.Args) error {
+	var err error
+	if p, err = absolute(p); err != nil {
+		return err
+	}
+	mlog, err := openLog(p.Config, a.notifier == nil, a.stderr)
+	if err != nil {
+		return err
+	}
+	defer mlog.close()
+	if a.notifier != nil && mlog.file != nil {
+		_ = daemon.RedirectStderr(mlog.file) // a panic lands in the log
+	}
+	log := mlog.WithFields(logrus.Fields{"device": p.Device, "mountpoint": p.Mountpoint, "pid": os.Getpid()})
+	log.WithFields(logrus.Fields{
+		"version": versionString(), "options": p.Config.String(), "ignored": strings.Join(p.Config.Ignored, ","),
+		"log": mlog.dest, "background": a.notifier != nil,
+	}).Info("mounting")
+
+	sess, err := a.open(p, log)
+	if err != nil {
+		log.WithError(err).Error("mount failed")
+		return err
+	}
+	m := &mounted{p: p, sess: sess, log: log, mlog: mlog, started: time.Now(), background: a.notifier != nil}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	return m.run(sigs, a.notifier)
+}
+
+// open checks the mount point, then opens the device and volume and
+// mounts them.
+func (a *app) open(p mountopt.Args, log logrus.FieldLogger) (session, error) {
+	if err := checkMountpoint(p.Mountpoint); err != nil {
+		return nil, err
+	}
+	return openSession(p, log)
+}
+
+// absolute makes the paths absolute, so the log, /proc/mounts and df name
+// them unambiguously, and defaults fsname to the device.
+func absolute(p mountopt.Args) (mountopt.Args, error) {
+	var err error
+	if p.Device, err = filepath.Abs(p.Device); err != nil {
+		return p, err
+	}
+	if p.Mountpoint, err = resolveMountpoint(p.Mountpoint); err != nil {
+		return p, fmt.Errorf("%s: mount point: %w", p.Mountpoint, err)
+	}
+	if p.Config.FsName == "" {
+		p.Config.FsName = p.Device
+	}
+	return p, nil
+}
+
+// checkMountpoint turns the common mistakes into one clear line.
+func checkMountpoint(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s: mount point does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("%s: mount point: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%s: mount point is not a directory", dir)
+	}
+	if m, err := mountinfo.Find(dir); err == nil && m.Type == "fuse."+mountopt.TypeName {
+		return fmt.Errorf("%s: mount point busy: %s is already mounted there", dir, m.Source)
+	}
+	return nil
+}
+
+// mounted is a running mount in the daemon.
+type mounted struct {
+	p       mountopt.Args
+	sess    session
+	log     logrus.FieldLogger
+	mlog    *mountLog
+	started time.Time
+	dev     string // "major:minor" of the mount
+	ctl     *control.Server
+	// background is set in the daemon, whose stderr follows the log file.
+	background bool
+}
+
+// run reports ready once the mount answers, then serves signals until the
+// kernel unmounts the filesystem, and closes the volume.
+func (m *mounted) run(sigs <-chan os.Signal, notifier *daemon.Notifier) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(m.p.Mountpoint, &st); err != nil {
+		err = fmt.Errorf("%s: mounted but does not answer: %w", m.p.Mountpoint, err)
+		m.log.WithError(err).Error("mount failed")
+		m.stop("mount check failed")
+		<-m.sess.Done()
+		_ = m.sess.Close()
+		return err
+	}
+	m.dev = control.DevName(st.Dev)
+	sock := control.SocketPath(control.RunDir(), m.dev)
+	if ctl, err := control.Listen(sock, m.snapshot); err != nil {
+		m.log.WithError(err).Warn("no control socket: smallfs stats will not reach this mount")
+	} else {
+		m.ctl = ctl
+	}
+	if err := notifier.Ready(); err != nil {
+		m.log.WithError(err).Warn("could not tell the mount command we are ready")
+	}
+	m.log.WithFields(logrus.Fields{"dev": m.dev, "stats_socket": sock}).Info("ready")
+
+	for {
+		select {
+		case s := <-sigs:
+			m.signal(s)
+		case <-m.sess.Done():
+			return m.finish()
+		}
+	}
+}
+
+func (m *mounted) signal(s os.Signal) {
+	switch s {
+	case syscall.SIGTERM, syscall.SIGINT:
+		m.stop(s.String())
+	case syscall.SIGUSR1:
+		m.dump()
+	case syscall.SIGHUP:
+		if err := m.mlog.reopen(); err != nil {
+			m.log.WithError(err).Error("reopening the log file")
+		} else if m.mlog.file != nil && m.background {
+			_ = daemon.RedirectStderr(m.mlog.file)
+		}
+		m.log.Info("log file reopened")
+	}
+}
+
+// stop commits what was written, then unmounts. If files are still open
+// the kernel refuses; the mount is then detached (no new opens) and the
+// daemon finishes when the last file is closed.
+func (m *mounted) stop(why string) {
+	m.log.WithField("reason", why).Info("unmounting")
+	if err := m.sess.Sync(); err != nil {
+		m.log.WithError(err).Error("commit before unmount failed")
+	}
+	err := m.sess.Unmount()
+	if err == nil {
+		return
+	}
+	m.log.WithError(err).Warn("unmount refused, files are open: detaching the mount")
+	if err := detach(m.p.Mountpoint); err != nil {
+		m.log.WithError(err).Error("detaching the mount failed; the daemon keeps serving")
+		return
+	}
+	m.log.Warn("mount detached; the daemon finishes when the last open file is closed")
+}
+
+// detach unmounts lazily (umount -l): the name goes away now, the
+// filesystem when nobody uses it any more.
+func detach(dir string) error {
+	err := syscall.Unmount(dir, syscall.MNT_DETACH)
+	if errors.Is(err, syscall.EPERM) {
+		out, cerr := exec.Command("fusermount3", "-u", "-z", dir).CombinedOutput()
+		if cerr != nil {
+			return fmt.Errorf("fusermount3 -u -z: %v: %s", cerr, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	return err
+}
+
+// finish closes the volume after the kernel let go of it.
+func (m *mounted) finish() error {
+	if m.ctl != nil {
+		_ = m.ctl.Close()
+	}
+	if err := m.sess.Close(); err != nil {
+		m.log.WithError(err).Error("closing the volume failed: the device is not marked clean; run smallfs fsck")
+		return fmt.Errorf("%s: close: %w", m.p.Device, err)
+	}
+	m.log.Info("unmounted; device marked clean")
+	return nil
+}

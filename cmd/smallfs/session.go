@@ -1,0 +1,25 @@
+package main
+
+import (
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
+)
+
+// session is one mounted filesystem as the daemon drives it: the volume,
+// its device and the FUSE server together. wire.go builds the real one;
+// the lifecycle in serve.go only needs this much.
+type session interface {
+	// Done is closed once the kernel has unmounted the filesystem (by
+	// Unmount or from outside: umount, fusermount3 -u) and the last
+	// request has been served.
+	Done() <-chan struct{}
+	// Unmount asks the kernel to unmount; it fails with EBUSY while files
+	// are open.
+	Unmount() error
+	// Sync commits everything written so far.
+	Sync() error
+	// Close runs after Done: it flushes, writes a checkpoint, marks the
+	// device clean and closes it.
+	Close() error
+	// Stats fills the sections of st this session knows.
+	Stats(st *control.Stats)
+}
