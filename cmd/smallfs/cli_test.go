@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
+	"github.com/smallfs/smallfs/fs/format"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the output")
@@ -57,6 +58,11 @@ func TestHelpAndUsageGolden(t *testing.T) {
 	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	zeros := filepath.Join(dir, "zeros.img")
+	if err := os.WriteFile(zeros, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newer := newerFormatImage(t, dir)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -82,6 +88,17 @@ func TestHelpAndUsageGolden(t *testing.T) {
 		{"stats-not-mounted", []string{"stats", dir}},
 		{"stats-missing", []string{"stats", filepath.Join(dir, "nowhere", "mnt")}},
 		{"usage-fsck", []string{"fsck", "--repair"}},
+		{"usage-fsck-flag", []string{"fsck", "-y", "img"}},
+		{"usage-mkfs-size", []string{"mkfs", "--size", "12Q", "img"}},
+		{"usage-mkfs-block-size", []string{"mkfs", "--block-size", "3000", "img"}},
+		{"usage-info", []string{"info", "a", "b"}},
+		{"mkfs-missing", []string{"mkfs", filepath.Join(dir, "new.img")}},
+		{"info-missing", []string{"info", filepath.Join(dir, "nowhere.img")}},
+		{"info-too-small", []string{"info", notDir}},
+		{"info-not-smallfs", []string{"info", zeros}},
+		{"info-newer", []string{"info", newer}},
+		{"mkfs-refuses-newer", []string{"mkfs", newer}},
+		{"info-directory", []string{"info", dir}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, dir, tc.args...)
@@ -122,6 +139,12 @@ func flagsOf(name string) []string {
 	switch name {
 	case "stats":
 		fs, _ = statsFlags()
+	case "mkfs":
+		fs, _ = mkfsFlags()
+	case "fsck":
+		fs, _ = fsckFlags()
+	case "info":
+		fs, _ = infoFlags()
 	case "mount":
 		var p mountopt.Args
 		fs = mountFlags(&p, func(string) {})
@@ -138,4 +161,18 @@ func flagsOf(name string) []string {
 func optionListed(help, f string) bool {
 	name := strings.ReplaceAll(f, "-", "_")
 	return strings.Contains(help, "\n  "+name+" ") || strings.Contains(help, "\n  "+name+"=")
+}
+
+// newerFormatImage writes an image whose superblocks claim a format
+// version this smallfs does not know.
+func newerFormatImage(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "newer.img")
+	img := make([]byte, 1<<20)
+	sb := format.Superblock{Version: format.FormatVersion + 1, BlockSize: 4096, Blocks: 256, Generation: 1}
+	sb.Encode(img[format.SuperblockAOffset:])
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -20,5 +20,11 @@ func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
 // readUsage opens the volume read-only for info's usage section.
 func readUsage(dev device.Device) (*usageInfo, error) { return nil, nil }
 
-func (a *app) mkfs(args []string) int { return a.failf(exitError, "mkfs: %v", errNotWired) }
-func (a *app) fsck(args []string) int { return a.failf(fsckOperational, "fsck: %v", errNotWired) }
+// makeFilesystem writes an empty filesystem on dev.
+func makeFilesystem(dev device.Device, blockSize uint32) error { return errNotWired }
+
+// checkVolume opens the volume on dev, checks it and, with repair,
+// repairs it and checks again.
+func checkVolume(path string, dev device.Device, repair bool, p progress) (found, left []string, err error) {
+	return nil, nil, errNotWired
+}
