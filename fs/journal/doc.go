@@ -1,0 +1,83 @@
+// Package journal is smallfs's metadata redo log: transactions of
+// format.Records appended in memory, made durable by group commit, and
+// replayed after a crash.
+//
+// # The model
+//
+// The log is a fixed region of blocks chosen at mkfs, used circularly. It
+// holds chunks: a header (see format.ChunkHeader) and whole transactions,
+// padded to the block size. Every chunk names the sequence number of its
+// first transaction and carries the checksum of the chunk before it (the
+// chain), so replay accepts exactly the chunks that continue the log it
+// has read. A chunk that would cross the end of the region is preceded by
+// a one-block wrap chunk and placed at the start.
+//
+//	Append    encode into the open chunk; no I/O; returns the sequence
+//	Sync(seq) group commit: seal, Flush, write chunks, Flush
+//	Mark      seal; the position and sequence a checkpoint covers up to
+//	Release   after the superblock naming Mark's position is durable
+//	Replay    read from the superblock's position until the chain breaks
+//
+// The volume appends while holding its metadata lock, in the order it
+// applied the changes, so sequence order is apply order.
+//
+// # Ordering (data=ordered)
+//
+// A commit flushes the device before writing chunks: file data the volume
+// wrote before appending the records that point at it is durable before
+// those records can be. The second flush makes the chunks durable before
+// Sync returns.
+//
+// # Space
+//
+// Blocks from the tail (the position in the newest durable superblock) to
+// the head are in use; Append returns ErrLogFull rather than overwrite
+// them, having appended nothing. One block is always kept free so that
+// head == tail means empty. A transaction may span many blocks but not more
+// than half the region less one (ErrTxnTooLarge), so it fits an empty log
+// wherever the head is. The volume watches Usage and checkpoints early.
+//
+// # Locking
+//
+// One mutex guards the in-memory state; it is never held across device
+// I/O. At most one commit runs at a time (the leader); callers whose
+// sequence it covers return when it ends, the others wait on a condition
+// variable and one of them leads the next commit. OnDurable runs in the
+// leader, in order, without the mutex.
+//
+// # Errors
+//
+// A device error during a commit fails the journal for good (ErrFailed
+// wrapping the cause): what reached the disk is unknown until a replay.
+// Replay treats bad magic, checksum, sequence or chain as the end of the
+// log, but a checksummed chunk that does not decode as corruption
+// (format.ErrCorrupt).
+//
+// # Why the chain
+//
+// Sequence numbers alone cannot tell a stale chunk from a fresh one: a run
+// that crashed with chunk A torn and chunk B intact restarts at A's place
+// with the same sequence; if it writes A' there and crashes again, B has
+// the right sequence for the next place. B carries A's checksum, and A'
+// differs from A (each journal instance stamps its chunks with a random
+// nonce), so replay stops. TestAbandonedRunIsNotReplayed shows it.
+//
+// # Costs and figures
+//
+// Append: one encode into a reused buffer, no allocation once warm. Sync:
+// two device flushes per commit, shared by all callers waiting. Memory: the
+// open chunk (up to ChunkSize, 256 KiB by default) and up to four spare
+// buffers, accounted as journal/chunk-buffer.
+//
+// Measured 2026-11-30 on the shared 2-core VM, a 256 MiB image file on
+// /tmp, 4 KiB blocks, a create-like transaction of three records, medians
+// of three runs of
+// `go test -run XXX -bench . -benchtime 2s -count 3 ./fs/journal`:
+//
+//	Append                      ~730 ns/op    (~1.4 M appends/s)
+//	Sync, 1 goroutine           ~420 µs/op    (~2,400 syncs/s, 1 commit each)
+//	Sync, 8 goroutines          ~88 µs/op     (~11,400 syncs/s, 0.25 commits/op)
+//
+// Group commit serves about four fsyncs per device flush pair at 8
+// goroutines: 4.8x the syncs/s of a single caller on the same file.
+package journal

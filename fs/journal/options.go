@@ -1,0 +1,84 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/sirupsen/logrus"
+	"github.com/smallfs/smallfs/fs/format"
+)
+
+// Position is a place in the log: a block within the region, and the chain
+// value (CRC of the chunk before it) that the chunk there must carry.
+type Position struct {
+	Block uint64
+	Prev  uint32
+}
+
+// DefaultChunkSize is the payload bytes after which an open chunk is sealed
+// even if nobody syncs: large enough that a busy log writes big chunks,
+// small enough that a periodic commit writes little.
+const DefaultChunkSize = 256 << 10
+
+// Options describe the log region and where to continue. Replay takes
+// Region, BlockSize, Head and NextSeq; Open takes them all.
+type Options struct {
+	// Region is the log's blocks on the device (Superblock.Log).
+	Region format.BlockRange
+	// BlockSize is the filesystem block size (Superblock.BlockSize).
+	BlockSize uint32
+	// Head is where the next chunk goes (for Replay: where replay starts,
+	// from Superblock.LogHead and LogPrev; for Open: what Replay returned).
+	Head Position
+	// NextSeq is the sequence number of the next transaction (for Replay:
+	// Superblock.LogSeq; for Open: what Replay returned).
+	NextSeq uint64
+	// Tail is the oldest block still needed: Superblock.LogHead of the
+	// newest durable superblock. Open only.
+	Tail uint64
+	// ChunkSize is the payload bytes at which an open chunk is sealed;
+	// 0 means DefaultChunkSize. A larger transaction gets a larger chunk.
+	ChunkSize int
+	// OnDurable, if set, is called with the highest durable sequence after
+	// each group commit, in order, from the syncing goroutine, without the
+	// journal's lock held. It may call Append; it must not call Sync.
+	OnDurable func(seq uint64)
+	// Logger receives lifecycle and failure messages; nil discards them.
+	Logger logrus.FieldLogger
+}
+
+// fill validates opts and fills defaults, reporting every bad field.
+func (o *Options) fill() error {
+	var errs []error
+	if !format.ValidBlockSize(o.BlockSize) {
+		errs = append(errs, fmt.Errorf("block size %d not a power of two in [%d, %d]", o.BlockSize, format.MinBlockSize, format.MaxBlockSize))
+	}
+	if o.Region.Len < 4 || o.Region.Start == 0 {
+		errs = append(errs, fmt.Errorf("region %d+%d: need at least 4 blocks, not at block 0", o.Region.Start, o.Region.Len))
+	}
+	if o.Head.Block >= o.Region.Len && o.Region.Len > 0 {
+		errs = append(errs, fmt.Errorf("head block %d outside the region of %d", o.Head.Block, o.Region.Len))
+	}
+	if o.Tail >= o.Region.Len && o.Region.Len > 0 {
+		errs = append(errs, fmt.Errorf("tail block %d outside the region of %d", o.Tail, o.Region.Len))
+	}
+	if o.NextSeq == 0 {
+		errs = append(errs, errors.New("next sequence 0 (sequences start at 1)"))
+	}
+	if o.ChunkSize < 0 {
+		errs = append(errs, fmt.Errorf("chunk size %d", o.ChunkSize))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("journal: %w: %w", ErrBadArgument, errors.Join(errs...))
+	}
+	if o.ChunkSize == 0 {
+		o.ChunkSize = DefaultChunkSize
+	}
+	if o.Logger == nil {
+		l := logrus.New()
+		l.Out = io.Discard
+		o.Logger = l
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package journal
+
+import (
+	"fmt"
+)
+
+// Sync makes every transaction up to seq durable. Concurrent callers share
+// the work: one leader at a time seals the open chunk and commits all
+// sealed chunks with dev.Flush (so data the volume wrote before appending
+// is durable before the records that point at it), one write per chunk,
+// and dev.Flush again; callers whose sequence that covered return without
+// I/O, the others wait for the next leader. Append never waits for I/O.
+func (j *Journal) Sync(seq uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if seq >= j.nextSeq {
+		return fmt.Errorf("journal: sync of sequence %d, last appended %d: %w", seq, j.nextSeq-1, ErrBadArgument)
+	}
+	if j.durable < seq {
+		ctrWaited.Inc()
+	}
+	for j.durable < seq {
+		if j.err != nil {
+			return j.err
+		}
+		if j.syncing {
+			j.waiting++
+			j.cond.Wait()
+			j.waiting--
+			continue
+		}
+		if err := j.commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commit runs one group commit as leader. Called and returns with mu held;
+// releases it around the I/O.
+func (j *Journal) commit() error {
+	j.syncing = true
+	j.seal()
+	batch := j.sealed
+	j.sealed = nil
+	j.mu.Unlock()
+	err := j.write(batch)
+	j.mu.Lock()
+	if err != nil {
+		j.err = fmt.Errorf("journal: %w: %w", ErrFailed, err)
+		j.opts.Logger.WithError(err).Error("journal commit failed; the log needs replay")
+	} else if n := len(batch); n > 0 {
+		j.durable = batch[n-1].lastSeq
+		j.recycle(batch)
+		j.cond.Broadcast() // covered waiters need not wait for OnDurable
+		if fn := j.opts.OnDurable; fn != nil {
+			d := j.durable
+			j.mu.Unlock()
+			fn(d)
+			j.mu.Lock()
+		}
+	}
+	j.syncing = false
+	j.cond.Broadcast()
+	return j.err
+}
+
+// write commits a batch: barrier, chunks, barrier.
+func (j *Journal) write(batch []sealedChunk) error {
+	ctrCommits.Inc()
+	if err := j.flush(); err != nil {
+		return err
+	}
+	base := int64(j.opts.Region.Start) * int64(j.bs)
+	for _, c := range batch {
+		if _, err := j.dev.WriteAt(c.data, base+int64(c.block)*int64(j.bs)); err != nil {
+			return fmt.Errorf("write chunk at log block %d: %w", c.block, err)
+		}
+		ctrChunks.Inc()
+		ctrBytes.Add(int64(len(c.data)))
+	}
+	return j.flush()
+}
+
+func (j *Journal) flush() error {
+	ctrFlushes.Inc()
+	if err := j.dev.Flush(); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}
+
+// Close commits everything appended and closes the journal; later calls
+// return ErrClosed. It does not close the device.
+func (j *Journal) Close() error {
+	err := j.Sync(j.Last())
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.open == nil {
+		return ErrClosed
+	}
+	if j.err == nil {
+		j.err = ErrClosed
+	}
+	for _, b := range j.spare {
+		acctBuffers.Free(int64(cap(b)))
+	}
+	j.spare = nil
+	acctBuffers.Free(int64(cap(j.open)))
+	j.open = nil
+	return err
+}
