@@ -29,13 +29,10 @@ func newRecord(name string, stripes int) *Record {
 // Alloc records that one object of the given size came to life. A negative
 // size is counted as an anomaly and changes nothing else.
 func (r *Record) Alloc(bytes int64) {
-	if bytes < 0 {
-		r.invalid.Add(1)
-		return
+	if s := r.stripeFor(bytes); s != nil {
+		s.allocs.Add(1)
+		r.grow(s, uint64(bytes))
 	}
-	s := &r.stripes[stripeOf(r.shift)]
-	s.allocs.Add(1)
-	r.grow(s, uint64(bytes))
 }
 
 // Free records that one object of the given size died. Freeing more objects
@@ -43,13 +40,20 @@ func (r *Record) Alloc(bytes int64) {
 // the other stripes); it shows in the snapshot as an anomaly. A negative size
 // is counted as an anomaly and changes nothing else.
 func (r *Record) Free(bytes int64) {
+	if s := r.stripeFor(bytes); s != nil {
+		s.frees.Add(1)
+		s.freeBytes.Add(uint64(bytes))
+	}
+}
+
+// stripeFor returns the calling goroutine's stripe, or nil after counting
+// a negative size as an anomaly.
+func (r *Record) stripeFor(bytes int64) *stripe {
 	if bytes < 0 {
 		r.invalid.Add(1)
-		return
+		return nil
 	}
-	s := &r.stripes[stripeOf(r.shift)]
-	s.frees.Add(1)
-	s.freeBytes.Add(uint64(bytes))
+	return &r.stripes[stripeOf(r.shift)]
 }
 
 // Resize records that a live object grew (delta > 0) or shrank (delta < 0).

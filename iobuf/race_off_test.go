@@ -1,0 +1,5 @@
+//go:build !race
+
+package iobuf
+
+const raceEnabled = false
