@@ -42,7 +42,7 @@ type CounterStat struct {
 // so it never stops an update; figures updated while it runs may or may not
 // be included, and each record is read on its own.
 func (r *Registry) Snapshot() Snapshot {
-	var s Snapshot
+	s := Snapshot{Layers: []LayerStat{}}
 	for _, l := range sortedValues(&r.mu, r.layers) {
 		ls := LayerStat{Name: l.name, Types: []TypeStat{}, Counters: []CounterStat{}}
 		for _, rec := range sortedValues(&l.mu, l.types) {

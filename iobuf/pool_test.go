@@ -166,6 +166,15 @@ func TestBadOptions(t *testing.T) {
 	}
 }
 
+// TestHugeSlabLimit: the bound is a ceiling, not a reservation.
+func TestHugeSlabLimit(t *testing.T) {
+	p, _ := newTestPool(t, Options{SlabLimit: 1 << 62})
+	p.Put(p.Get(MaxSlab))
+	if got := p.SlabOwned(); got != MaxSlab {
+		t.Fatalf("owned %d, want %d", got, MaxSlab)
+	}
+}
+
 func TestNegativeGet(t *testing.T) {
 	p, reg := newTestPool(t, Options{})
 	b := p.Get(-3)

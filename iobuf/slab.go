@@ -21,7 +21,7 @@ type slabPool struct {
 
 type slabClass struct {
 	mu   sync.Mutex
-	idle []*Buf // capacity limit/size: a push never allocates
+	idle []*Buf // keeps its capacity: once grown, a push never allocates
 	_    [64]byte
 }
 
@@ -29,9 +29,6 @@ func (s *slabPool) init(limit int64, l *accounting.Layer) {
 	s.limit = limit
 	s.mem = l.Type("slab")
 	s.reclaims = l.Counter("slab.reclaims")
-	for i := range s.classes {
-		s.classes[i].idle = make([]*Buf, 0, limit/int64(classSize(numPooled+i, 0)))
-	}
 }
 
 // slabGet returns an idle slab of class c, a new one if the bound allows,
