@@ -166,7 +166,7 @@ func (c *checker) blocks() {
 	if err := s.a.Check(); err != nil {
 		c.add(0, "allocator: %v", err)
 	}
-	owned := append(append(c.owned, c.v.fixed...), c.v.ckpt...)
+	owned := append(append(c.owned, c.v.fixed...), c.v.ckptExtents()...)
 	slices.SortFunc(owned, func(a, b alloc.Extent) int { return cmp.Compare(a.Off, b.Off) })
 	free := s.a.AppendFree(nil)
 	var ownedBlocks, freeBlocks uint64

@@ -24,28 +24,48 @@ func newTestVolume(t testing.TB, opts Options) *Volume {
 func newTestVolumeSize(t testing.TB, size int64, opts Options) *Volume {
 	t.Helper()
 	dev := device.NewMem(size)
-	v, err := newVolume(dev, 4096, opts)
-	if err != nil {
-		t.Fatal(err)
+	ok(t, Mkfs(dev, MkfsOptions{}))
+	if opts.CommitInterval == 0 {
+		opts.CommitInterval = -1 // tests commit explicitly
 	}
-	checkAtEnd(t, v, dev)
+	v, err := Open(dev, opts)
+	ok(t, err)
+	t.Cleanup(func() { closeAndCheck(t, v, dev, opts) })
 	return v
 }
 
-// checkAtEnd runs Check when the test ends.
-func checkAtEnd(t testing.TB, v *Volume, dev *device.Mem) {
-	t.Cleanup(func() {
-		problems := v.Check()
-		if len(problems) == 0 {
-			return
-		}
-		var b strings.Builder
-		for _, p := range problems {
-			b.WriteString("\n\t" + p.String())
-		}
-		path := keepImage(t, dev)
-		t.Errorf("Check found %d problems (image kept in %s):%s", len(problems), path, b.String())
-	})
+// closeAndCheck checks v, closes it, opens the image again and checks that
+// too. Problems fail the test and keep the image in a file.
+func closeAndCheck(t testing.TB, v *Volume, dev *device.Mem, opts Options) {
+	t.Helper()
+	if !checkOK(t, v, dev, "before close") {
+		return
+	}
+	if v.Close() != nil { // a test may have closed it already
+		return
+	}
+	v2, err := Open(dev.Reopen(), opts)
+	if err != nil {
+		t.Errorf("reopen after close: %v (image kept in %s)", err, keepImage(t, dev))
+		return
+	}
+	checkOK(t, v2, dev, "after reopen")
+	ok(t, v2.Close())
+}
+
+// checkOK runs Check and reports its problems.
+func checkOK(t testing.TB, v *Volume, dev *device.Mem, when string) bool {
+	t.Helper()
+	problems := v.Check()
+	if len(problems) == 0 {
+		return true
+	}
+	var b strings.Builder
+	for _, p := range problems {
+		b.WriteString("\n\t" + p.String())
+	}
+	t.Errorf("Check %s found %d problems (image kept in %s):%s", when, len(problems), keepImage(t, dev), b.String())
+	return false
 }
 
 func keepImage(t testing.TB, dev *device.Mem) string {

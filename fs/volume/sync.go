@@ -1,6 +1,9 @@
 package volume
 
-import "maps"
+import (
+	"maps"
+	"time"
+)
 
 // markDirty records that ino has data or attributes to write back, for
 // Sync and the periodic commit.
@@ -50,7 +53,57 @@ func (v *Volume) writeBackAll() error {
 
 // syncLog makes every transaction appended so far durable.
 func (v *Volume) syncLog() error {
-	return v.log.Sync()
+	if err := v.j.Sync(v.j.Last()); err != nil {
+		return opErr("sync", "", err)
+	}
+	return nil
+}
+
+// startCommitter starts the periodic commit: every CommitInterval it
+// writes back dirty files, makes the log durable, and checkpoints once the
+// log is half full.
+func (v *Volume) startCommitter() {
+	v.stop, v.stopped = make(chan struct{}), make(chan struct{})
+	if v.opts.CommitInterval < 0 {
+		close(v.stopped)
+		return
+	}
+	go func() {
+		defer close(v.stopped)
+		t := time.NewTicker(v.opts.CommitInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-v.stop:
+				return
+			case <-t.C:
+				if err := v.commitNow(); err != nil {
+					v.opts.Logger.WithError(err).Error("periodic commit failed")
+				}
+			}
+		}
+	}()
+}
+
+func (v *Volume) stopCommitter() {
+	close(v.stop)
+	<-v.stopped
+}
+
+// commitNow is one periodic commit.
+func (v *Volume) commitNow() error {
+	if err := v.Sync(); err != nil {
+		return err
+	}
+	if used, capacity := v.j.Usage(); used*2 < capacity {
+		return nil
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.closed {
+		return nil
+	}
+	return v.checkpoint(false)
 }
 
 // Fsync makes ino durable: a file's dirty data is written back first; for

@@ -1,13 +1,15 @@
 package volume
 
 import (
+	"errors"
+	"fmt"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/smallfs/smallfs/alloc"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
+	"github.com/smallfs/smallfs/fs/journal"
 	"github.com/smallfs/smallfs/internal/invariants"
 )
 
@@ -24,80 +26,42 @@ type Volume struct {
 	space     *space
 	fixed     []alloc.Extent // superblocks and log: outside the data area
 	dataStart uint64         // first block of the data area
-	ckpt      []alloc.Extent // the current checkpoint's extents
 	nextGen   uint64         // generation of the next inode created
-	log       txnLog
-	closed    bool
-	now       func() int64 // the clock, in Unix ns
+	j         *journal.Journal
+
+	ckptMu  sync.Mutex        // serialises checkpoints and superblock writes; inside v.mu
+	sb      format.Superblock // the newest superblock written
+	refs    [2]ckptRef        // the checkpoint each superblock slot names
+	pending ckptRef           // the checkpoint being made current
+	stop    chan struct{}     // closed to stop the periodic commit
+	stopped chan struct{}     // closed when it has stopped
+	closed  bool
+	now     func() int64 // the clock, in Unix ns
 
 	dirtyMu sync.Mutex // leaf lock guarding dirty
 	dirty   map[Ino]*fileData
 }
 
-// txnLog is where committed transactions go, in the order they are applied.
-// Append only queues the records; Sync makes everything appended durable
-// and then lets the blocks freed by it be reused (space.durable).
-type txnLog interface {
-	Append(txn []format.Record) (seq uint64, err error)
-	Sync() error
-}
-
-// memLog is a log that keeps nothing, for a volume without persistence:
-// every transaction is "durable" at the next Sync.
-type memLog struct {
-	mu    sync.Mutex
-	seq   uint64
-	space *space
-}
-
-func (l *memLog) Append([]format.Record) (uint64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.seq++
-	return l.seq, nil
-}
-
-func (l *memLog) Sync() error {
-	l.mu.Lock()
-	seq := l.seq
-	l.mu.Unlock()
-	l.space.durable(seq)
-	return nil
-}
-
 func clock() int64 { return time.Now().UnixNano() }
-
-// newVolume returns an empty volume holding only the root directory.
-func newVolume(dev device.Device, blockSize int, opts Options) (*Volume, error) {
-	opts, err := opts.withDefaults(blockSize)
-	if err != nil {
-		return nil, err
-	}
-	v := &Volume{opts: opts, dev: dev, blockSize: blockSize, now: clock, nextGen: 1}
-	if v.space, err = newSpace(uint64(dev.Size())/uint64(blockSize), 0, nil, blockSize); err != nil {
-		return nil, err
-	}
-	v.log = &memLog{space: v.space}
-	v.inodes.limit = min(uint64(dev.Size())/bytesPerInode, maxInodes)
-	if v.inodes.limit < uint64(RootIno) {
-		return nil, opErr("open", "", ErrNoSpace)
-	}
-	t := v.now()
-	root := format.InodeRec{Ino: uint64(RootIno), Gen: 1, Mode: syscall.S_IFDIR | 0o755, Nlink: 2, Atime: t, Mtime: t, Ctime: t}
-	if err := v.apply(root); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
 
 // commit appends one transaction to the log and applies it. The caller holds
 // v.mu for writing and has validated the change, so apply cannot fail; a log
 // error fails the operation with nothing changed. The blocks of inodes the
 // transaction frees are freed once it is durable.
 func (v *Volume) commit(txn ...format.Record) (uint64, error) {
-	seq, err := v.log.Append(txn)
+	if v.closed {
+		return 0, ErrClosed
+	}
+	seq, err := v.j.Append(txn)
+	if errors.Is(err, journal.ErrLogFull) {
+		// The periodic commit checkpoints at half full; a burst got here
+		// first. Checkpoint now (v.mu is held) and try again.
+		if err = v.checkpoint(false); err == nil {
+			seq, err = v.j.Append(txn)
+		}
+	}
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("log: %w", err)
 	}
 	for _, r := range txn {
 		if f, ok := r.(format.InodeFreeRec); ok {

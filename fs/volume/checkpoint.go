@@ -1,0 +1,189 @@
+package volume
+
+import (
+	"fmt"
+
+	"github.com/smallfs/smallfs/alloc"
+	"github.com/smallfs/smallfs/fs/format"
+)
+
+// ckptRef is a checkpoint a superblock slot names, and its blocks.
+type ckptRef struct {
+	block   uint64
+	extents []alloc.Extent
+}
+
+// ckptExtents returns the blocks of the checkpoints either slot names:
+// both stay in use, because a torn write of one slot falls back to the
+// other.
+func (v *Volume) ckptExtents() []alloc.Extent {
+	out := v.refs[0].extents
+	if v.refs[1].block != v.refs[0].block {
+		out = append(append([]alloc.Extent(nil), out...), v.refs[1].extents...)
+	}
+	return out
+}
+
+// writeSuperblock makes sb current (format.WriteSuperblock flushes first,
+// so everything sb names is durable). The slot it overwrites named a
+// checkpoint that, unless the other slot still names it, is freed.
+// v.ckptMu or exclusive use of v is held.
+func (v *Volume) writeSuperblock(sb *format.Superblock) error {
+	if err := format.WriteSuperblock(v.dev, sb); err != nil {
+		return fmt.Errorf("superblock: %w", err)
+	}
+	slot := sb.Generation % 2
+	cur := v.refs[1-slot]
+	if sb.Checkpoint != cur.block {
+		cur = v.pending
+	}
+	old := v.refs[slot]
+	v.refs[slot] = cur
+	if old.block != 0 && old.block != v.refs[0].block && old.block != v.refs[1].block {
+		v.releaseAll(old.extents)
+	}
+	v.sb = *sb
+	return nil
+}
+
+// checkpoint writes the whole committed metadata as a new checkpoint and
+// points a superblock at it, so that the log before it can be reused; with
+// clean, the superblock also says that nothing needs replaying. v.mu is
+// held, for reading at least: no transaction is appended meanwhile.
+//
+// The checkpoint holds the metadata lock across its device writes, so
+// changes wait for it; it runs at Close and when the log passes half full.
+func (v *Volume) checkpoint(clean bool) error {
+	v.ckptMu.Lock()
+	defer v.ckptMu.Unlock()
+	pos, seq := v.j.Mark()
+	var mine []alloc.Extent
+	w, err := format.NewCheckpointWriter(v.dev, format.CheckpointOptions{
+		BlockSize: uint32(v.blockSize),
+		NextSeq:   seq,
+		Alloc: func(n uint64) (uint64, uint64, error) {
+			var none uint64
+			e, err := v.space.alloc(v.dataStart, n, &none)
+			if err != nil {
+				return 0, 0, err
+			}
+			mine = append(mine, e)
+			return e.Off, e.Len, nil
+		},
+		Free: func(start, n uint64) {
+			v.releaseAll([]alloc.Extent{{Off: start, Len: n}})
+			mine = trimExtents(mine, alloc.Extent{Off: start, Len: n})
+		},
+		SizeHint: 128 * (v.inodes.used + 16),
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := v.records(w.Add); err != nil {
+		w.Abort()
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	info, err := w.Finish()
+	if err != nil {
+		w.Abort()
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	sb := v.sb
+	sb.Checkpoint = info.Block
+	sb.LogHead, sb.LogPrev, sb.LogSeq = pos.Block, pos.Prev, seq
+	sb.NextIno = uint64(v.inodes.next)
+	sb.Flags &^= format.FlagClean
+	if clean {
+		sb.Flags |= format.FlagClean
+	}
+	v.pending = ckptRef{block: info.Block, extents: mine}
+	if err := v.writeSuperblock(&sb); err != nil {
+		v.releaseAll(mine)
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	// The superblock covers every transaction before seq: the log up to pos
+	// may be overwritten, and the blocks those transactions freed reused.
+	if err := v.j.Release(pos); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	v.space.durable(seq - 1)
+	v.opts.Logger.WithField("records", info.Records).WithField("bytes", info.PayloadLen).Debug("checkpoint written")
+	return nil
+}
+
+// trimExtents removes the blocks of f from es (f lies inside one of them,
+// at its end: the unused tail a checkpoint writer gives back).
+func trimExtents(es []alloc.Extent, f alloc.Extent) []alloc.Extent {
+	out := es[:0]
+	for _, e := range es {
+		if f.Off >= e.Off && f.End() <= e.End() {
+			if f.Off > e.Off {
+				out = append(out, alloc.Extent{Off: e.Off, Len: f.Off - e.Off})
+			}
+			if f.End() < e.End() {
+				out = append(out, alloc.Extent{Off: f.End(), Len: e.End() - f.End()})
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// records calls fn with the records that rebuild the committed metadata:
+// every inode with its data, symlink target and xattrs first, then every
+// directory's entries in cookie order, so an entry always follows both its
+// inodes (v.mu held).
+func (v *Volume) records(fn func(format.Record) error) error {
+	var err error
+	v.inodes.all(func(ino Ino, n *inode) bool {
+		err = v.inodeRecords(ino, n, fn)
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	v.inodes.all(func(ino Ino, n *inode) bool {
+		d := n.dirOf()
+		if d == nil {
+			return true
+		}
+		for _, e := range d.ents {
+			if e.name == "" {
+				continue
+			}
+			if err = fn(format.DirentRec{Parent: uint64(ino), Ino: uint64(e.ino), Cookie: e.cookie, Name: e.name}); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	return err
+}
+
+// inodeRecords emits one inode's records.
+func (v *Volume) inodeRecords(ino Ino, n *inode, fn func(format.Record) error) error {
+	if err := fn(n.record(ino)); err != nil {
+		return err
+	}
+	x := n.x
+	if x == nil {
+		return nil
+	}
+	var err error
+	switch {
+	case n.isLink():
+		err = fn(format.SymlinkRec{Ino: uint64(ino), Target: x.target})
+	case x.inline != nil:
+		err = fn(format.InlineRec{Ino: uint64(ino), Data: x.inline})
+	case x.extents != nil:
+		err = fn(format.ExtentsRec{Ino: uint64(ino), Extents: x.extents})
+	}
+	for _, a := range x.xattrs {
+		if err != nil {
+			break
+		}
+		err = fn(format.XattrSetRec{Ino: uint64(ino), Name: a.name, Value: a.value})
+	}
+	return err
+}

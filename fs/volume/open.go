@@ -1,0 +1,177 @@
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/smallfs/smallfs/alloc"
+	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/format"
+	"github.com/smallfs/smallfs/fs/journal"
+)
+
+// Open mounts the smallfs on dev: it reads the newest valid superblock,
+// loads its checkpoint, replays the log after it unless the volume was
+// closed cleanly, frees inodes left without links by a crash, rebuilds free
+// space from every extent referenced, and starts the periodic commit. It
+// refuses a device of a newer format version, with two bad superblocks, or
+// whose metadata is inconsistent (an extent map overlapping itself or
+// another, a record naming a missing inode), naming what is wrong. dev
+// stays the caller's: Close does not close it.
+func Open(dev device.Device, opts Options) (*Volume, error) {
+	sb, err := format.ReadSuperblock(dev)
+	switch {
+	case errors.Is(err, format.ErrNotSmallfs):
+		return nil, fmt.Errorf("open: %w (%w)", ErrInvalid, err)
+	case errors.Is(err, format.ErrNewerVersion), errors.Is(err, format.ErrUnknownFeature):
+		return nil, fmt.Errorf("open: %w (%w)", ErrNotSupported, err)
+	case err != nil:
+		return nil, fmt.Errorf("open: %w (%w)", ErrCorrupt, err)
+	}
+	opts, err = opts.withDefaults(int(sb.BlockSize))
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	start := time.Now()
+	v := &Volume{opts: opts, dev: dev, blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb}
+	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
+	v.dataStart = sb.Log.End()
+	v.fixed = []alloc.Extent{{Off: 0, Len: v.dataStart}}
+
+	head, nextSeq, err := v.load(sb)
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	if err := v.rebuildSpace(sb.Blocks); err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	v.j, err = journal.Open(dev, journal.Options{
+		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: nextSeq, Tail: sb.LogHead,
+		OnDurable: v.space.durable, Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	// Mark the volume in use before anything is appended: a crash from here
+	// on must replay. Both slots then name the loaded checkpoint.
+	v.sb.Flags &^= format.FlagClean
+	v.sb.LogHead, v.sb.LogPrev, v.sb.LogSeq = head.Block, head.Prev, nextSeq
+	if err := v.writeSuperblock(&v.sb); err != nil {
+		v.j.Close()
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	if err := v.freeOrphans(); err != nil {
+		v.j.Close()
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	v.startCommitter()
+	opts.Logger.WithField("inodes", v.inodes.used).WithField("clean", sb.Clean()).
+		WithField("took", time.Since(start)).Info("volume open")
+	return v, nil
+}
+
+// load rebuilds the metadata from the checkpoint and, after a crash, the
+// log; it returns where the log continues.
+func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
+	info, err := format.ReadCheckpoint(v.dev, sb.CheckpointLoc(), v.apply)
+	if err != nil {
+		return journal.Position{}, 0, fmt.Errorf("checkpoint at block %d: %w (%w)", sb.Checkpoint, ErrCorrupt, err)
+	}
+	if v.inodes.get(RootIno) == nil {
+		return journal.Position{}, 0, fmt.Errorf("checkpoint has no root directory: %w", ErrCorrupt)
+	}
+	ck := ckptRef{block: info.Block}
+	for _, r := range info.Extents {
+		ck.extents = append(ck.extents, alloc.Extent{Off: r.Start, Len: r.Len})
+	}
+	v.refs[sb.Slot] = ck
+	head := journal.Position{Block: sb.LogHead, Prev: sb.LogPrev}
+	if sb.Clean() {
+		return head, sb.LogSeq, nil
+	}
+	head, next, err := journal.Replay(v.dev, journal.Options{
+		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: sb.LogSeq,
+	}, func(seq uint64, txn []format.Record) error {
+		for _, r := range txn {
+			if err := v.apply(r); err != nil {
+				return fmt.Errorf("log transaction %d: %w", seq, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w (%w)", ErrCorrupt, err)
+		}
+		return journal.Position{}, 0, fmt.Errorf("replay: %w", err)
+	}
+	v.opts.Logger.WithField("transactions", next-sb.LogSeq).Info("log replayed")
+	return head, next, nil
+}
+
+// rebuildSpace builds the allocator from every block in use: the
+// superblocks and log, the checkpoints the superblocks name, and the files'
+// extents. Blocks claimed twice are corruption.
+func (v *Volume) rebuildSpace(blocks uint64) error {
+	used := append([]alloc.Extent(nil), v.fixed...)
+	used = append(used, v.ckptExtents()...)
+	v.inodes.all(func(_ Ino, n *inode) bool {
+		if n.x != nil {
+			used = append(used, physical(n.x.extents)...)
+		}
+		return true
+	})
+	s, err := newSpace(blocks, v.dataStart, used, v.blockSize)
+	if err != nil {
+		return fmt.Errorf("free space: %w (%w)", ErrCorrupt, err)
+	}
+	v.space = s
+	return nil
+}
+
+// freeOrphans frees inodes a crash left without links (unlinked while
+// open).
+func (v *Volume) freeOrphans() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var orphans []Ino
+	v.inodes.all(func(ino Ino, n *inode) bool {
+		if n.nlink == 0 {
+			orphans = append(orphans, ino)
+		}
+		return true
+	})
+	for _, ino := range orphans {
+		if _, err := v.commit(format.InodeFreeRec{Ino: uint64(ino)}); err != nil {
+			return err
+		}
+	}
+	if len(orphans) > 0 {
+		v.opts.Logger.WithField("count", len(orphans)).Info("freed orphan inodes")
+	}
+	return nil
+}
+
+// Close writes back every dirty file, writes a checkpoint, marks the volume
+// clean and stops. Nothing written before Close is lost; the next Open
+// reads the checkpoint and replays nothing. Later calls give ErrClosed.
+// Close does not close the device.
+func (v *Volume) Close() error {
+	v.mu.RLock()
+	closed := v.closed
+	v.mu.RUnlock()
+	if closed {
+		return opErr("close", "", ErrClosed)
+	}
+	v.stopCommitter()
+	errWB := v.writeBackAll()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.closed = true
+	err := v.checkpoint(errWB == nil)
+	if cerr := v.j.Close(); err == nil {
+		err = cerr
+	}
+	return errors.Join(errWB, err)
+}
