@@ -104,6 +104,7 @@ type mounted struct {
 	started time.Time
 	dev     string // "major:minor" of the mount
 	ctl     *control.Server
+	metrics *control.MetricsServer
 	// background is set in the daemon, whose stderr follows the log file.
 	background bool
 }
@@ -126,6 +127,14 @@ func (m *mounted) run(sigs <-chan os.Signal, notifier *daemon.Notifier) error {
 		m.log.WithError(err).Warn("no control socket: smallfs stats will not reach this mount")
 	} else {
 		m.ctl = ctl
+	}
+	if addr := m.p.Config.MetricsAddr; addr != "" {
+		if ms, err := control.ServeMetrics(addr, m.snapshot); err != nil {
+			m.log.WithError(err).Error("no metrics endpoint")
+		} else {
+			m.metrics = ms
+			m.log.WithField("url", "http://"+ms.Addr()+"/metrics").Info("serving metrics")
+		}
 	}
 	if err := notifier.Ready(); err != nil {
 		m.log.WithError(err).Warn("could not tell the mount command we are ready")
@@ -196,6 +205,9 @@ func detach(dir string) error {
 func (m *mounted) finish() error {
 	if m.ctl != nil {
 		_ = m.ctl.Close()
+	}
+	if m.metrics != nil {
+		_ = m.metrics.Close()
 	}
 	if err := m.sess.Close(); err != nil {
 		m.log.WithError(err).Error("closing the volume failed: the device is not marked clean; run smallfs fsck")

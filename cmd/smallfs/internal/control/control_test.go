@@ -2,7 +2,9 @@ package control
 
 import (
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,5 +139,40 @@ func TestWriteText(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	st := sample()
+	st.Device = `/dev/"odd"`
+	m, err := ServeMetrics("127.0.0.1:0", func() Stats { return st })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	resp, err := http.Get("http://" + m.Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	out := string(body)
+	for _, want := range []string{
+		"# TYPE smallfs_blocks_free gauge\nsmallfs_blocks_free 75\n",
+		`smallfs_info{version="v1",device="/dev/\"odd\"",mountpoint="/mnt"} 1`,
+		`smallfs_requests_total{op="LOOKUP"} 10`,
+		`smallfs_request_errors_total{op="LOOKUP"} 1`,
+		`smallfs_memory_peak_bytes{layer="iobuf",type="4KiB"} 12288`,
+		`smallfs_events_total{layer="iobuf",name="4KiB.misses"} 3`,
+		`smallfs_alloc_free_extents_by_size{min_blocks="8"} 1`,
+		"smallfs_uptime_seconds 90\n",
+		"smallfs_alloc_fragmentation 0.25\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %q:\n%s", want, out)
+		}
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("content type %q", ct)
 	}
 }
