@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/smallfs/smallfs/internal/invariants"
 )
 
 // Allocator manages the free space of one device, in blocks. It is safe for
@@ -152,10 +154,12 @@ func (a *Allocator) Free(e Extent) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.checkUsed(e); err != nil {
+	if err := a.checkNotPending(e); err != nil {
 		return fmt.Errorf("free: %w", err)
 	}
-	a.free.add(e)
+	if f, ok := a.free.add(e); !ok {
+		return fmt.Errorf("free: %w: %v overlaps free %v", ErrDoubleFree, e, f)
+	}
 	return nil
 }
 
@@ -180,6 +184,14 @@ func (a *Allocator) checkUsed(e Extent) error {
 	if f, ok := a.free.byOff.overlapping(e); ok {
 		return fmt.Errorf("%w: %v overlaps free %v", ErrDoubleFree, e, f)
 	}
+	return a.checkNotPending(e)
+}
+
+// checkNotPending returns ErrDoubleFree if part of e is pending.
+func (a *Allocator) checkNotPending(e Extent) error {
+	if a.pending.set.len() == 0 {
+		return nil
+	}
 	if f, ok := a.pending.set.overlapping(e); ok {
 		return fmt.Errorf("%w: %v overlaps %v freed under epoch %d", ErrDoubleFree, e, f, a.pending.epochOf(f))
 	}
@@ -191,7 +203,11 @@ func (a *Allocator) checkUsed(e Extent) error {
 func (a *Allocator) Commit(epoch uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.pending.release(epoch, a.free.add)
+	a.pending.release(epoch, func(e Extent) {
+		if f, ok := a.free.add(e); !ok && invariants.Enabled {
+			panic(fmt.Sprintf("alloc: pending %v overlaps free %v", e, f))
+		}
+	})
 }
 
 // Reserve marks e, which must be free, as used: a replay puts an extent
@@ -211,9 +227,16 @@ func (a *Allocator) Reserve(e Extent) error {
 }
 
 // build fills empty space with free extents sorted by offset, disjoint and
-// not adjacent.
+// not adjacent. Inserting in order would leave every B-tree node half full
+// (a node splits in the middle and its left half never grows again), so the
+// even-indexed extents go in first and the odd ones then fill each node up:
+// about 19 instead of 38 bytes per extent for both indexes.
 func (s *space) build(free []Extent) {
-	for _, e := range free {
-		s.insert(e)
+	for start := range 2 {
+		for i := start; i < len(free); i += 2 {
+			s.byOff.insert(free[i])
+			s.bySize.insert(free[i])
+			s.blocks += free[i].Len
+		}
 	}
 }

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"syscall"
@@ -58,22 +59,50 @@ func newModel(t testing.TB, capacity uint64) *model {
 	return &model{t: t, a: a, blocks: make([]byte, capacity), pending: map[uint64][]Extent{}}
 }
 
-func (m *model) set(e Extent, st byte) {
+func (m *model) set(e Extent, st byte) { markBlocks(m.blocks, e, st) }
+
+func markBlocks(blocks []byte, e Extent, st byte) {
 	for b := e.Off; b < e.End(); b++ {
-		m.blocks[b] = st
+		blocks[b] = st
 	}
 }
 
+// checkAlloc checks the outcome of alloc(_, want, min) against the block
+// states and marks a returned extent used: it must hold min to want blocks,
+// all free; a failure is legitimate only if no free run holds min blocks.
+func checkAlloc(blocks []byte, e Extent, ok bool, want, min uint64) error {
+	if !ok {
+		for _, r := range freeRuns(blocks) {
+			if r.Len >= min {
+				return fmt.Errorf("no space for min %d while %v is free", min, r)
+			}
+		}
+		return nil
+	}
+	if e.Len < min || e.Len > want || e.End() > uint64(len(blocks)) {
+		return fmt.Errorf("returned %v", e)
+	}
+	for b := e.Off; b < e.End(); b++ {
+		if blocks[b] != stFree {
+			return fmt.Errorf("returned %v, block %d not free", e, b)
+		}
+	}
+	markBlocks(blocks, e, stUsed)
+	return nil
+}
+
+func (m *model) freeRuns() []Extent { return freeRuns(m.blocks) }
+
 // freeRuns returns the maximal runs of free blocks.
-func (m *model) freeRuns() []Extent {
+func freeRuns(blocks []byte) []Extent {
 	var runs []Extent
-	for b := uint64(0); b < uint64(len(m.blocks)); {
-		if m.blocks[b] != stFree {
+	for b := uint64(0); b < uint64(len(blocks)); {
+		if blocks[b] != stFree {
 			b++
 			continue
 		}
 		s := b
-		for b < uint64(len(m.blocks)) && m.blocks[b] == stFree {
+		for b < uint64(len(blocks)) && blocks[b] == stFree {
 			b++
 		}
 		runs = append(runs, Extent{Off: s, Len: b - s})
@@ -145,22 +174,14 @@ func (m *model) step(i int, s source) string {
 			if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
 				m.t.Fatalf("step %d: alloc: %v", i, err)
 			}
-			for _, r := range m.freeRuns() {
-				if r.Len >= min {
-					m.t.Fatalf("step %d: ENOSPC for min %d while %v is free", i, min, r)
-				}
+			if err := checkAlloc(m.blocks, e, false, want, min); err != nil {
+				m.t.Fatalf("step %d: alloc(%d, %d, %d): %v", i, hint, want, min, err)
 			}
 			return "alloc enospc"
 		}
-		if e.Len < min || e.Len > want {
-			m.t.Fatalf("step %d: alloc(%d, %d, %d) = %v", i, hint, want, min, e)
+		if err := checkAlloc(m.blocks, e, true, want, min); err != nil {
+			m.t.Fatalf("step %d: alloc(%d, %d, %d): %v", i, hint, want, min, err)
 		}
-		for b := e.Off; b < e.End(); b++ {
-			if m.blocks[b] != stFree {
-				m.t.Fatalf("step %d: alloc returned %v, block %d not free", i, e, b)
-			}
-		}
-		m.set(e, stUsed)
 		m.live = append(m.live, e)
 		return "alloc"
 	case op < 9:

@@ -14,8 +14,10 @@ type pick struct {
 	ok      bool
 }
 
-// rank orders candidates lexicographically: full length first, then the
-// tightest power-of-two fit, then nearest to the hint, then lowest offset.
+// rank orders candidates lexicographically: full length first (short is
+// the power-of-two class of the blocks missing), then the tightest
+// power-of-two fit (waste is floor(log2(extent/piece)): 0 when the extent is
+// less than twice the piece), then nearest to the hint, then lowest offset.
 type rank struct{ short, waste, dist, off uint64 }
 
 func (r rank) less(s rank) bool {
@@ -31,10 +33,10 @@ func (r rank) less(s rank) bool {
 	return r.off < s.off
 }
 
-// perfect reports whether b is a full-length, zero-waste fit touching the
-// hint: nothing can rank better.
-func (b *pick) perfect() bool {
-	return b.ok && b.rank.short == 0 && b.rank.waste == 0 && b.rank.dist == 0
+// beats reports whether b ranks before every candidate at distance dist or
+// more: b is a full-length, tight fit nearer than dist.
+func (b *pick) beats(dist uint64) bool {
+	return b.ok && b.rank.short == 0 && b.rank.waste == 0 && b.rank.dist < dist
 }
 
 // place returns where a request of [min, want] blocks goes in free extent f:
@@ -61,7 +63,7 @@ func place(f Extent, hint, want, min uint64) (pick, bool) {
 	}
 	r := rank{
 		short: uint64(bits.Len64(want - n)),
-		waste: uint64(bits.Len64(f.Len - n)),
+		waste: uint64(bits.Len64(f.Len/n)) - 1,
 		dist:  dist,
 		off:   p.Off,
 	}
@@ -87,41 +89,46 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 
 	// 2 and 3. Exact placement at the hint, then the window. The first
 	// extent of the downward scan is the one that holds the hint, if any.
+	// Each side stops at K extents, at D blocks, or where nothing farther
+	// can beat the best candidate.
 	var best pick
-	stop := false
+	exact := false
 	n := 0
 	c.seeks++
-	for f := range s.byOff.from(hint, true) {
+	s.byOff.descend(pivot(hint), func(key uint64) bool {
+		f := fromOffKey(key)
 		c.visits++
-		if f.End()+d < hint {
-			break
+		dist := uint64(0)
+		if f.End() < hint {
+			dist = hint - f.End()
+		}
+		if dist > d || best.beats(dist) {
+			return false
 		}
 		if cand, ok := place(f, hint, want, min); ok {
 			best.consider(cand)
-			if n == 0 && cand.rank.dist == 0 && cand.rank.short == 0 && cand.p.Off == hint {
-				stop = true // exact placement at the hint
-			}
+			exact = n == 0 && cand.rank.short == 0 && cand.p.Off == hint
 		}
-		if n++; stop || best.perfect() || n >= k {
-			break
-		}
+		n++
+		return !exact && n < k
+	})
+	if exact {
+		return best, true
 	}
-	if !stop && !best.perfect() {
-		n = 0
-		c.seeks++
-		for f := range s.byOff.from(hint+1, false) {
-			c.visits++
-			if f.Off > hint+d {
-				break
-			}
-			if cand, ok := place(f, hint, want, min); ok {
-				best.consider(cand)
-			}
-			if n++; n >= k {
-				break
-			}
+	n = 0
+	c.seeks++
+	s.byOff.ascend(pivot(hint+1), func(key uint64) bool {
+		f := fromOffKey(key)
+		c.visits++
+		if dist := f.Off - hint; dist > d || best.beats(dist) {
+			return false
 		}
-	}
+		if cand, ok := place(f, hint, want, min); ok {
+			best.consider(cand)
+		}
+		n++
+		return n < k
+	})
 	if best.ok && best.rank.short == 0 {
 		return best, true
 	}

@@ -3,6 +3,7 @@ package alloc
 import (
 	"fmt"
 	"iter"
+	"math"
 
 	"github.com/google/btree"
 
@@ -14,9 +15,22 @@ import (
 const degree = 32
 
 // keySet is an ordered set of packed extent keys on a google/btree. The zero
-// value is an empty set. It is not safe for concurrent use: the Allocator's
-// mutex guards it.
+// value is an empty set; the wrapping set creates the tree with its order on
+// first insert. It is not safe for concurrent use: the Allocator's mutex
+// guards it.
 type keySet struct{ t *btree.BTreeG[uint64] }
+
+// Orders of the two indexes. Offsets alone order the offset index (free
+// extents are disjoint), so an extent whose length changes in place is
+// updated with one replace instead of a delete and an insert.
+func offLess(a, b uint64) bool  { return a>>32 < b>>32 }
+func sizeLess(a, b uint64) bool { return a < b }
+
+func (s *keySet) ensure(less btree.LessFunc[uint64]) {
+	if s.t == nil {
+		s.t = btree.NewG(degree, less)
+	}
+}
 
 func (s *keySet) len() int {
 	if s.t == nil {
@@ -26,9 +40,6 @@ func (s *keySet) len() int {
 }
 
 func (s *keySet) insert(k uint64) {
-	if s.t == nil {
-		s.t = btree.NewOrderedG[uint64](degree)
-	}
 	if _, dup := s.t.ReplaceOrInsert(k); dup && invariants.Enabled {
 		panic(fmt.Sprintf("alloc: key %#x inserted twice", k))
 	}
@@ -80,12 +91,19 @@ func (s *keySet) descend(k uint64, f func(uint64) bool) {
 // offSet is a set of disjoint extents ordered by offset.
 type offSet struct{ keySet }
 
-func (s *offSet) insert(e Extent) { s.keySet.insert(offKey(e)) }
+func (s *offSet) insert(e Extent) { s.ensure(offLess); s.keySet.insert(offKey(e)) }
 func (s *offSet) remove(e Extent) { s.keySet.remove(offKey(e)) }
+
+// resize replaces the extent at e.Off, which must exist, by e.
+func (s *offSet) resize(e Extent) {
+	if _, ok := s.t.ReplaceOrInsert(offKey(e)); !ok && invariants.Enabled {
+		panic(fmt.Sprintf("alloc: resize of %v: no extent at %d", e, e.Off))
+	}
+}
 
 // atOrBefore returns the extent with the greatest offset <= off.
 func (s *offSet) atOrBefore(off uint64) (Extent, bool) {
-	k, ok := s.atMost(off<<32 | (1<<32 - 1))
+	k, ok := s.atMost(off << 32)
 	return fromOffKey(k), ok
 }
 
@@ -96,6 +114,32 @@ func (s *offSet) after(off uint64) (Extent, bool) {
 	}
 	k, ok := s.atLeast((off + 1) << 32)
 	return fromOffKey(k), ok
+}
+
+// around returns, for an extent e that is not in the set, the extent with
+// the greatest offset <= e.Off (left) and, if it starts at or before
+// e.End(), the one after it (right). One descent finds both: every extent
+// that could overlap or touch e is among them.
+func (s *offSet) around(e Extent) (left, right Extent, hasLeft, hasRight bool) {
+	s.descend(pivot(e.End()), func(k uint64) bool {
+		f := fromOffKey(k)
+		if f.Off > e.Off {
+			right, hasRight = f, true
+			return f.Off == e.End() // an overlap ends the search
+		}
+		left, hasLeft = f, true
+		return false
+	})
+	return left, right, hasLeft, hasRight
+}
+
+// pivot is the offset-index key that sorts with the extents at off, for
+// any off up to MaxCapacity (past every extent).
+func pivot(off uint64) uint64 {
+	if off >= MaxCapacity {
+		return math.MaxUint64
+	}
+	return off << 32
 }
 
 // overlapping returns an extent of the set that shares a block with e.
@@ -115,8 +159,8 @@ func (s *offSet) from(off uint64, down bool) iter.Seq[Extent] {
 	return func(yield func(Extent) bool) {
 		f := func(k uint64) bool { return yield(fromOffKey(k)) }
 		if down {
-			s.descend(off<<32|(1<<32-1), f)
-		} else {
+			s.descend(pivot(off), f)
+		} else if off < MaxCapacity {
 			s.ascend(off<<32, f)
 		}
 	}
@@ -128,7 +172,7 @@ func (s *offSet) all() iter.Seq[Extent] { return s.from(0, false) }
 // sizeSet is a set of extents ordered by (length, offset).
 type sizeSet struct{ keySet }
 
-func (s *sizeSet) insert(e Extent) { s.keySet.insert(sizeKey(e)) }
+func (s *sizeSet) insert(e Extent) { s.ensure(sizeLess); s.keySet.insert(sizeKey(e)) }
 func (s *sizeSet) remove(e Extent) { s.keySet.remove(sizeKey(e)) }
 
 // atLeastLen returns the shortest extent of at least n blocks, the one with

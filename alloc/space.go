@@ -17,33 +17,36 @@ type space struct {
 
 func (s *space) extents() int { return s.byOff.len() }
 
-func (s *space) insert(e Extent) {
-	s.byOff.insert(e)
-	s.bySize.insert(e)
-	s.blocks += e.Len
-}
-
-func (s *space) remove(e Extent) {
-	s.byOff.remove(e)
-	s.bySize.remove(e)
-	s.blocks -= e.Len
-}
-
-// add frees e, merging it with the free extents that touch it. e must not
-// overlap free space.
-func (s *space) add(e Extent) {
-	if left, ok := s.byOff.atOrBefore(e.Off); ok && left.End() == e.Off {
-		s.remove(left)
-		e = Extent{Off: left.Off, Len: left.Len + e.Len}
+// add frees e, merging it with the free extents that touch it. If e
+// overlaps free space it changes nothing and returns the extent it
+// overlaps.
+func (s *space) add(e Extent) (overlap Extent, ok bool) {
+	left, right, hasLeft, hasRight := s.byOff.around(e)
+	if hasLeft && left.End() > e.Off {
+		return left, false
 	}
-	if right, ok := s.byOff.after(e.Off); ok && right.Off == e.End() {
-		s.remove(right)
+	if hasRight && right.Off < e.End() {
+		return right, false
+	}
+	s.blocks += e.Len
+	mergeRight := hasRight && right.Off == e.End()
+	if mergeRight {
+		s.byOff.remove(right)
+		s.bySize.remove(right)
 		e.Len += right.Len
 	}
-	s.insert(e)
+	if hasLeft && left.End() == e.Off {
+		e = Extent{Off: left.Off, Len: left.Len + e.Len}
+		s.byOff.resize(e)
+		s.bySize.remove(left)
+	} else {
+		s.byOff.insert(e)
+	}
+	s.bySize.insert(e)
 	if invariants.Enabled {
 		s.checkAround(e)
 	}
+	return Extent{}, true
 }
 
 // carve allocates p out of the free extent f that contains it, putting back
@@ -52,12 +55,19 @@ func (s *space) carve(f, p Extent) {
 	if invariants.Enabled && !f.contains(p) {
 		panic(fmt.Sprintf("alloc: carving %v out of %v", p, f))
 	}
-	s.remove(f)
+	s.blocks -= p.Len
+	s.bySize.remove(f)
 	if p.Off > f.Off {
-		s.insert(Extent{Off: f.Off, Len: p.Off - f.Off})
+		head := Extent{Off: f.Off, Len: p.Off - f.Off}
+		s.byOff.resize(head)
+		s.bySize.insert(head)
+	} else {
+		s.byOff.remove(f)
 	}
 	if p.End() < f.End() {
-		s.insert(Extent{Off: p.End(), Len: f.End() - p.End()})
+		tail := Extent{Off: p.End(), Len: f.End() - p.End()}
+		s.byOff.insert(tail)
+		s.bySize.insert(tail)
 	}
 }
 
