@@ -39,13 +39,15 @@ type updater interface {
 }
 
 // BenchmarkUpdate measures one update (an Alloc or a Free, alternating) of
-// a Record against the mutex equivalent, serial and with RunParallel.
+// a Record (a Type, and a FixedType) against the mutex equivalent, serial
+// and with RunParallel.
 func BenchmarkUpdate(b *testing.B) {
 	for _, impl := range []struct {
 		name string
 		new  func() updater
 	}{
 		{"atomic", func() updater { return NewRegistry().Layer("l").Type("t") }},
+		{"fixed", func() updater { return NewRegistry().Layer("l").FixedType("t", 64) }},
 		{"mutex", func() updater { return new(mutexRecord) }},
 	} {
 		b.Run(impl.name+"/serial", func(b *testing.B) {

@@ -56,23 +56,33 @@ func TestConcurrentTotalsExact(t *testing.T) {
 // above the real one and within 1/16 of it.
 func TestPeakBound(t *testing.T) {
 	for _, size := range []int64{1, 100, 4096, peakGrain, 3 * peakGrain} {
-		reg := NewRegistry()
-		rec := reg.Layer("l").Type("t")
-		const n = 1000
-		for range n {
-			rec.Alloc(size)
+		for _, fixed := range []bool{false, true} {
+			testPeakBound(t, size, fixed)
 		}
-		for range n {
-			rec.Free(size)
-		}
-		st, _ := mustLayer(t, reg.Snapshot(), "l").Type("t")
-		truePeak := n * size
-		if st.Peak > truePeak || st.Peak < truePeak*16/17 {
-			t.Errorf("size %d: peak %d, true peak %d", size, st.Peak, truePeak)
-		}
-		if st.Bytes != 0 || st.Live != 0 {
-			t.Errorf("size %d: left %+v", size, st)
-		}
+	}
+}
+
+func testPeakBound(t *testing.T, size int64, fixed bool) {
+	t.Helper()
+	reg := NewRegistry()
+	rec := reg.Layer("l").Type("t")
+	if fixed {
+		rec = reg.Layer("l").FixedType("t", size)
+	}
+	const n = 1000
+	for range n {
+		rec.Alloc(size)
+	}
+	for range n {
+		rec.Free(size)
+	}
+	st, _ := mustLayer(t, reg.Snapshot(), "l").Type("t")
+	truePeak := n * size
+	if st.Peak > truePeak || st.Peak < truePeak*16/17 {
+		t.Errorf("size %d fixed %v: peak %d, true peak %d", size, fixed, st.Peak, truePeak)
+	}
+	if st.Bytes != 0 || st.Live != 0 || st.Anomalies != 0 {
+		t.Errorf("size %d fixed %v: left %+v", size, fixed, st)
 	}
 }
 
@@ -99,6 +109,40 @@ func TestPeakNeverOverstatesAcrossStripes(t *testing.T) {
 	st, _ := mustLayer(t, reg.Snapshot(), "l").Type("t")
 	if st.Peak > (queue+2)*size || st.Live != 0 || st.Total != n {
 		t.Fatalf("%+v: peak above the most that was ever live (%d)", st, (queue+2)*size)
+	}
+}
+
+// TestFixedType: bytes follow the count exactly under concurrency, and a
+// wrong size or a Resize is an anomaly that changes nothing.
+func TestFixedType(t *testing.T) {
+	const goroutines, rounds, size = 8, 3000, 4096
+	reg := NewRegistry()
+	rec := reg.Layer("iobuf").FixedType("4KiB", size)
+	if again := reg.Layer("iobuf").FixedType("4KiB", 8192); again != rec {
+		t.Fatal("second lookup made a new record")
+	}
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for i := range rounds {
+				rec.Alloc(size)
+				if i%3 != 0 {
+					rec.Free(size)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rec.Alloc(size + 1)
+	rec.Free(1)
+	rec.Resize(10)
+	st, _ := mustLayer(t, reg.Snapshot(), "iobuf").Type("4KiB")
+	live := int64(goroutines * rounds / 3)
+	if st.Live != live || st.Bytes != live*size || st.Total != goroutines*rounds || st.Size != size || st.Anomalies != 3 {
+		t.Fatalf("%+v, want %d live of %d bytes and 3 anomalies", st, live, size)
+	}
+	if st.Peak < st.Bytes || st.Peak > goroutines*rounds*size {
+		t.Fatalf("peak %d out of range", st.Peak)
 	}
 }
 
@@ -159,11 +203,14 @@ func TestLookupIsIdempotentUnderRace(t *testing.T) {
 func TestUpdatesDoNotAllocate(t *testing.T) {
 	reg := NewRegistry()
 	rec := reg.Layer("l").Type("t")
+	fixed := reg.Layer("l").FixedType("f", 1<<20)
 	c := reg.Layer("l").Counter("c")
 	if n := testing.AllocsPerRun(1000, func() {
 		rec.Alloc(1 << 20) // crosses peakGrain: samples the peak too
 		rec.Resize(-1)
 		rec.Free(1<<20 - 1)
+		fixed.Alloc(1 << 20) // samples every time
+		fixed.Free(1 << 20)
 		c.Inc()
 	}); n != 0 {
 		t.Fatalf("%v allocations per update round, want 0", n)

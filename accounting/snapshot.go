@@ -18,14 +18,15 @@ type LayerStat struct {
 // TypeStat holds the figures of one Record.
 type TypeStat struct {
 	Name  string `json:"name"`
-	Live  int64  `json:"live"`  // objects alive
-	Bytes int64  `json:"bytes"` // bytes they hold
-	Total uint64 `json:"total"` // objects ever allocated
-	Frees uint64 `json:"frees"` // objects ever freed
-	Peak  int64  `json:"peak"`  // highest live bytes seen (see doc.go, "Peak")
+	Size  int64  `json:"size,omitempty"` // object size of a FixedType
+	Live  int64  `json:"live"`           // objects alive
+	Bytes int64  `json:"bytes"`          // bytes they hold
+	Total uint64 `json:"total"`          // objects ever allocated
+	Frees uint64 `json:"frees"`          // objects ever freed
+	Peak  int64  `json:"peak"`           // highest live bytes seen (see doc.go, "Peak")
 
 	// Anomalies counts misuse: frees beyond allocations (the largest excess
-	// ever seen) plus calls with a negative size. Zero in a correct program.
+	// ever seen) plus calls with a bad size. Zero in a correct program.
 	Anomalies int64 `json:"anomalies"`
 	// AnomalyBytes is the largest excess of bytes freed over bytes allocated.
 	AnomalyBytes int64 `json:"anomaly_bytes"`
@@ -62,25 +63,18 @@ func (r *Registry) Snapshot() Snapshot {
 // of misuse, never an artefact of reading while others update. The excess
 // is kept (the largest seen) so that later allocations do not hide it.
 func (r *Record) stat() TypeStat {
-	var frees, freeBytes, allocs, allocBytes uint64
-	for i := range r.stripes {
-		frees += r.stripes[i].frees.Load()
-		freeBytes += r.stripes[i].freeBytes.Load()
-	}
-	for i := range r.stripes {
-		allocs += r.stripes[i].allocs.Load()
-		allocBytes += r.stripes[i].allocBytes.Load()
-	}
-	live, bytes := int64(allocs-frees), int64(allocBytes-freeBytes)
+	t := r.sum(true)
+	live, bytes := int64(t.allocs-t.frees), int64(t.allocBytes-t.freeBytes)
 	raise(&r.deficit, -live)
 	raise(&r.deficitBytes, -bytes)
 	r.samplePeak()
 	return TypeStat{
 		Name:         r.name,
+		Size:         r.unit,
 		Live:         max(live, 0),
 		Bytes:        max(bytes, 0),
-		Total:        allocs,
-		Frees:        frees,
+		Total:        t.allocs,
+		Frees:        t.frees,
 		Peak:         max(r.peak.Load(), bytes),
 		Anomalies:    r.deficit.Load() + r.invalid.Load(),
 		AnomalyBytes: r.deficitBytes.Load(),

@@ -12,7 +12,7 @@ func TestWriteText(t *testing.T) {
 	// Created out of order: the dump is sorted.
 	io := reg.Layer("iobuf")
 	io.Counter("4KiB.misses").Add(2)
-	io.Type("8KiB").Alloc(8192)
+	io.FixedType("8KiB", 8192).Alloc(8192)
 	four := io.Type("4KiB")
 	for range 3 {
 		four.Alloc(4096)
@@ -28,7 +28,7 @@ func TestWriteText(t *testing.T) {
 type "odd name" live=0 bytes=0 total=0 frees=1 peak=0 anomalies=1 anomaly_bytes=1
 [iobuf]
 type 4KiB live=2 bytes=8192 total=3 frees=1 peak=12288
-type 8KiB live=1 bytes=8192 total=1 frees=0 peak=8192
+type 8KiB size=8192 live=1 bytes=8192 total=1 frees=0 peak=8192
 counter 4KiB.misses 2
 `
 	if got := sb.String(); got != want {

@@ -21,8 +21,11 @@ func (s Snapshot) WriteText(w io.Writer) error {
 	for _, l := range s.Layers {
 		fmt.Fprintf(bw, "[%s]\n", quote(l.Name))
 		for _, t := range l.Types {
-			fmt.Fprintf(bw, "type %s live=%d bytes=%d total=%d frees=%d peak=%d",
-				quote(t.Name), t.Live, t.Bytes, t.Total, t.Frees, t.Peak)
+			fmt.Fprintf(bw, "type %s", quote(t.Name))
+			if t.Size != 0 {
+				fmt.Fprintf(bw, " size=%d", t.Size)
+			}
+			fmt.Fprintf(bw, " live=%d bytes=%d total=%d frees=%d peak=%d", t.Live, t.Bytes, t.Total, t.Frees, t.Peak)
 			if t.Anomalies != 0 || t.AnomalyBytes != 0 {
 				fmt.Fprintf(bw, " anomalies=%d anomaly_bytes=%d", t.Anomalies, t.AnomalyBytes)
 			}

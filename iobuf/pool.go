@@ -50,7 +50,11 @@ func newPool(o Options) *Pool {
 	}
 	for c := range p.stats {
 		name := className(c)
-		p.stats[c] = classStats{rec: l.Type(name), misses: l.Counter(name + ".misses"), overflows: l.Counter(name + ".overflows")}
+		rec := l.Type(name) // the large class: sizes vary
+		if c != large {
+			rec = l.FixedType(name, int64(classSize(c, 0)))
+		}
+		p.stats[c] = classStats{rec: rec, misses: l.Counter(name + ".misses"), overflows: l.Counter(name + ".overflows")}
 	}
 	p.slab.init(o.SlabLimit, l)
 	return p
