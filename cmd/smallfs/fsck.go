@@ -45,7 +45,7 @@ func (a *app) fsck(args []string) int {
 	}
 	defer dev.Close()
 	r := fsckReport{Device: path, Repair: o.repair}
-	r.Problems, r.Remaining, err = checkVolume(path, dev, o.repair, a.progress())
+	r.Problems, r.Remaining, err = checkVolume(path, dev, o.repair, a.status("fsck"))
 	if err != nil {
 		return a.failf(fsckOperational, "fsck: %v", err)
 	}
@@ -81,12 +81,12 @@ func (r *fsckReport) writeText(w io.Writer) error {
 	case fsckCorrected:
 		_, err = fmt.Fprintf(w, "%s: %d problem(s) found, all corrected\n", r.Device, len(r.Problems))
 	default:
-		for _, p := range r.Remaining {
-			fmt.Fprintf(w, "%s: left: %s\n", r.Device, p)
-		}
-		hint := "; run smallfs fsck --repair"
+		hint := "; smallfs fsck --repair fixes what is safe to fix"
 		if r.Repair {
-			hint = "; they are not safe to repair automatically"
+			for _, p := range r.Remaining {
+				fmt.Fprintf(w, "%s: left: %s\n", r.Device, p)
+			}
+			hint = "; this version cannot repair them"
 		}
 		_, err = fmt.Fprintf(w, "%s: %d problem(s) found, %d left%s\n", r.Device, len(r.Problems), len(r.Remaining), hint)
 	}

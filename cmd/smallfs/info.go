@@ -44,16 +44,13 @@ type deviceInfo struct {
 	Usage *usageInfo `json:"usage,omitempty"` // needs the volume opened
 }
 
-// usageInfo is what opening the volume adds: space, files and free-space
-// fragmentation.
+// usageInfo is what opening the volume adds: space, files and, when the
+// volume reports it, free-space fragmentation.
 type usageInfo struct {
-	BlocksFree    uint64   `json:"blocks_free"`
-	Files         uint64   `json:"files"`
-	FilesFree     uint64   `json:"files_free"`
-	FreeExtents   uint64   `json:"free_extents"`
-	LargestFree   uint64   `json:"largest_free"`
-	Fragmentation float64  `json:"fragmentation"`
-	Histogram     []uint64 `json:"histogram"`
+	BlocksFree uint64         `json:"blocks_free"`
+	Files      uint64         `json:"files"`
+	FilesFree  uint64         `json:"files_free"`
+	Free       *control.Alloc `json:"free_space,omitempty"`
 }
 
 // info shows a device's superblock and, when it is not mounted, its usage.
@@ -107,9 +104,8 @@ func readInfo(path string) (*deviceInfo, error) {
 		NextIno: sb.NextIno,
 	}
 	if !mounted {
-		inf.Usage, err = readUsage(dev)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+		if inf.Usage, err = readUsage(path, dev); err != nil {
+			return nil, err
 		}
 	}
 	return inf, nil
@@ -129,7 +125,7 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 		state = "not clean: the log is replayed at the next mount or fsck"
 	}
 	if inf.Mounted {
-		state += " (mounted: superblock as last written)"
+		state += " (device in use, likely mounted: superblock as last written)"
 	}
 	p("state\t%s\n", state)
 	if inf.Checkpoint == 0 {
@@ -137,16 +133,18 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 	} else {
 		p("checkpoint\tblock %d\n", inf.Checkpoint)
 	}
-	p("log\tblocks %d-%d (%d blocks), replay from block %d, sequence %d\n",
+	p("log\tblocks %d-%d (%d blocks), replay from log block %d, sequence %d\n",
 		inf.LogStart, inf.LogStart+inf.LogBlocks-1, inf.LogBlocks, inf.LogHead, inf.LogSeq)
 	p("next inode\t%d\n", inf.NextIno)
 	if u := inf.Usage; u != nil {
 		used := inf.Blocks - u.BlocksFree
 		p("space\t%d of %d blocks used (%s), %d free\n", used, inf.Blocks, human(used*uint64(inf.BlockSize)), u.BlocksFree)
 		p("files\t%d of %d used\n", u.Files-u.FilesFree, u.Files)
-		p("free space\t%d extents, largest %d blocks\n", u.FreeExtents, u.LargestFree)
-		p("fragmentation\t%.4f (0: one free extent, 1: all free extents one block)\n", u.Fragmentation)
-		p("free extents\t%s (size in blocks: count)\n", control.Histogram(u.Histogram))
+		if f := u.Free; f != nil {
+			p("free space\t%d extents, largest %d blocks\n", f.FreeExtents, f.LargestFree)
+			p("fragmentation\t%.4f (0: one free extent, 1: all free extents one block)\n", f.Score)
+			p("free extents\t%s (size in blocks: count)\n", control.Histogram(f.Histogram))
+		}
 	}
 	return tw.Flush()
 }

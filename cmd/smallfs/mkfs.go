@@ -54,7 +54,7 @@ func (a *app) mkfs(args []string) int {
 			return a.failf(exitError, "mkfs: %v", err)
 		}
 	}
-	if err := makeFilesystem(dev, uint32(o.blockSize)); err != nil {
+	if err := makeFilesystem(dev, uint32(o.blockSize), o.force); err != nil {
 		return a.failf(exitError, "mkfs: %s: %v", path, err)
 	}
 	sb, err := format.ReadSuperblock(dev)
