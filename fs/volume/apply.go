@@ -44,14 +44,14 @@ func (v *Volume) apply(r format.Record) error {
 		if err := checkExtents(r.Extents); err != nil {
 			return corruptf("inode %d: %v", r.Ino, err)
 		}
-		n.ext().extents = r.Extents
+		n.ext().extents = nilIfEmpty(r.Extents) // decoders may give empty, not nil
 		return nil
 	case format.InlineRec:
 		n, err := v.inodeRec(r.Ino, syscall.S_IFREG)
 		if err != nil {
 			return err
 		}
-		n.ext().inline = r.Data
+		n.ext().inline = nilIfEmpty(r.Data)
 		return nil
 	case format.SymlinkRec:
 		n, err := v.inodeRec(r.Ino, syscall.S_IFLNK)
@@ -192,4 +192,12 @@ func checkExtents(es []format.Extent) error {
 		end = e.Logical + e.Len
 	}
 	return nil
+}
+
+// nilIfEmpty keeps "no data" one value: nil.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
