@@ -223,15 +223,22 @@ func BenchmarkCheckpoint(b *testing.B) {
 			DirentRec{Parent: 1, Ino: i + 2, Cookie: i + 3, Name: "file-0000000"})
 	}
 	dev := device.NewMem(256 << 20)
-	var info CheckpointInfo
+	write := func() CheckpointInfo {
+		a := newBumpAlloc(100, 1<<30)
+		w, _ := NewCheckpointWriter(dev, CheckpointOptions{BlockSize: 4096, Alloc: a.alloc})
+		for _, r := range recs {
+			w.Add(r)
+		}
+		info, err := w.Finish()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return info
+	}
+	info := write()
 	b.Run("write", func(b *testing.B) {
 		for b.Loop() {
-			a := newBumpAlloc(100, 1<<30)
-			w, _ := NewCheckpointWriter(dev, CheckpointOptions{BlockSize: 4096, Alloc: a.alloc})
-			for _, r := range recs {
-				w.Add(r)
-			}
-			info, _ = w.Finish()
+			write()
 		}
 		b.ReportMetric(float64(info.PayloadLen)/files, "bytes/file")
 	})

@@ -1,0 +1,56 @@
+// Package format is the on-disk format of smallfs: superblocks, log
+// records and chunks, and checkpoints. FORMAT.md, next to the constants,
+// is the specification with byte tables, a layout diagram and the registry
+// of record types; this comment is the programmer's manual.
+//
+// # The model
+//
+// Metadata lives in memory and reaches the disk as Records: the redo log
+// holds transactions (groups of records applied atomically) in checksummed
+// chunks; a checkpoint is the stream of records that rebuilds everything.
+// The superblock (two slots, the newest valid one wins) says where the
+// checkpoint is and where log replay starts. Records set state, so applying
+// one twice is harmless and replay needs no undo.
+//
+// # Using it
+//
+//	mkfs:       InitSuperblocks(dev, &sb)
+//	mount:      ReadSuperblock(dev); ReadCheckpoint(dev, sb.CheckpointLoc(), apply);
+//	            then journal.Replay from sb.LogHead/LogPrev/LogSeq
+//	log:        AppendTxn / SealChunk / CheckChunk / DecodeTxns (package journal)
+//	checkpoint: NewCheckpointWriter, Add per record, Finish; then
+//	            WriteSuperblock with Checkpoint = info.Block (it flushes first)
+//
+// # Errors
+//
+// Decoders never panic. Bad bytes give an error wrapping ErrCorrupt (with
+// what and where); a newer writer gives ErrNewerVersion or
+// ErrUnknownFeature; a blank device gives ErrNotSmallfs; two bad
+// superblocks give ErrNoValidSuperblock naming both reasons. Encoders refuse
+// values that break a format limit with ErrInvalid and write nothing:
+// Validate is the single list of limits, and decoders apply the same list,
+// so whatever decodes could have been written.
+//
+// # Costs
+//
+// Records are varint-encoded: a typical file inode takes about 30 bytes, a
+// directory entry 6 bytes plus its name. A checkpoint of 10^5 files (an
+// inode and a 12-byte-name entry each) takes 48.5 bytes per file.
+// Measured 2026-11-30 on the shared, busy 2-core VM with
+// `go test -run XXX -bench Checkpoint -count 3 -benchmem ./fs/format`
+// (Mem device; median of 3, fastest in brackets):
+//
+//	write 10^5 files   37 ms  (18 ms)   82 allocs
+//	read  10^5 files  224 ms  (77 ms)   3 allocs per file (boxed record, name)
+//
+// Reading is the mount-time cost: about 0.4 to 1.1 µs per record on this
+// machine, so 10^6 files cost 0.8 to 2 s of checkpoint decoding. The
+// writer keeps one 1 MiB buffer and two head blocks.
+//
+// # Fuzzing
+//
+// FuzzSuperblock, FuzzRecord, FuzzChunk, FuzzCheckpointHead and
+// FuzzCheckpoint run over the seeds in testdata/fuzz with plain go test;
+// TestFuzzSeeds -update-seeds rewrites them. Each was run with -fuzz for
+// 45 s on 2026-11-30 without a failure.
+package format
