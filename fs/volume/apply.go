@@ -30,6 +30,7 @@ func (v *Volume) apply(r format.Record) error {
 			return err
 		}
 		if ref, ok := d.lookup(r.Name); ok {
+			v.acct.dirents.Free(direntBytes + int64(len(r.Name)))
 			if c := v.inodes.get(ref.ino); c != nil && c.isDir() && c.dirOf().parent == Ino(r.Parent) {
 				c.dirOf().parent = 0
 			}
@@ -115,6 +116,7 @@ func (v *Volume) applyInode(r *format.InodeRec) error {
 	if n == nil {
 		n = v.inodes.slot(ino)
 		v.inodes.used++
+		v.acct.inodes.Alloc(inodeBytes)
 	} else if n.mode&syscall.S_IFMT != typ {
 		return corruptf("inode %d changes type from %o to %o", r.Ino, n.mode, r.Mode)
 	}
@@ -140,7 +142,11 @@ func (v *Volume) applyInodeFree(ino Ino) error {
 	if d := n.dirOf(); d != nil && !d.empty() {
 		return corruptf("record frees non-empty directory %d", ino)
 	}
+	if n.x != nil && n.x.data != nil {
+		v.acct.files.Free(fileBytes)
+	}
 	v.inodes.release(ino)
+	v.acct.inodes.Free(inodeBytes)
 	return nil
 }
 
@@ -161,6 +167,9 @@ func (v *Volume) applyDirent(r *format.DirentRec) error {
 	}
 	if cd := c.dirOf(); cd != nil {
 		cd.parent = Ino(r.Parent)
+	}
+	if _, replaced := d.lookup(r.Name); !replaced {
+		v.acct.dirents.Alloc(direntBytes + int64(len(r.Name)))
 	}
 	d.insert(r.Name, Ino(r.Ino), r.Cookie)
 	return nil

@@ -39,6 +39,7 @@ func (v *Volume) chunkSize() uint64 { return max(64<<10, uint64(v.blockSize)) }
 func (v *Volume) attach(n *inode, home Ino) *fileData {
 	x := n.ext()
 	if x.data == nil {
+		v.acct.files.Alloc(fileBytes)
 		x.data = &fileData{home: home}
 		x.data.size.Store(n.size)
 		x.data.mtime.Store(n.mtime)
@@ -48,9 +49,10 @@ func (v *Volume) attach(n *inode, home Ino) *fileData {
 
 // detach drops ino's fileData once no handle uses it and it holds no dirty
 // data (v.mu held for writing).
-func detach(n *inode) {
+func (v *Volume) detach(n *inode) {
 	if n.x != nil && n.x.data != nil && n.opens == 0 && len(n.x.data.chunks) == 0 && !n.x.data.ahead.Load() {
 		n.x.data = nil
+		v.acct.files.Free(fileBytes)
 	}
 }
 
@@ -163,11 +165,14 @@ func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
 		if fd.chunks == nil {
 			fd.chunks = make(map[uint64][]byte)
 		}
+		v.acct.dirty.Alloc(int64(cap(b)))
 		fd.dirty += int64(have)
 	}
 	if want > uint64(len(b)) {
 		fd.dirty += int64(want) - int64(len(b))
+		old := cap(b)
 		b = grow(b, int(want))
+		v.acct.dirty.Resize(int64(cap(b) - old))
 	}
 	fd.chunks[c] = b
 	return b, nil
@@ -244,6 +249,7 @@ func (v *Volume) truncateDirty(fd *fileData, size uint64) {
 		fd.blocks -= freed
 		clear(b[keep:]) // bytes past len stay zero (see writeBlocks)
 		if keep == 0 {
+			v.acct.dirty.Free(int64(cap(b)))
 			delete(fd.chunks, c)
 			continue
 		}

@@ -280,7 +280,7 @@ func (h *Handle) Release() error {
 			v.dropDirty(fd)
 			fd.ahead.Store(false)
 		}
-		detach(h.n)
+		v.detach(h.n)
 		v.freeIfUnused(h.ino, h.n)
 	}
 	return err

@@ -3,6 +3,7 @@ package volume
 import (
 	"syscall"
 
+	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/format"
 )
 
@@ -109,6 +110,7 @@ type inodeTable struct {
 	next   Ino   // one past the highest slot ever used
 	used   uint64
 	limit  uint64 // capacity: highest valid inode number
+	acct   *accounting.Record
 }
 
 // get returns the live inode ino, or nil.
@@ -132,6 +134,7 @@ func (t *inodeTable) slot(ino Ino) *inode {
 	}
 	if t.chunks[c] == nil {
 		t.chunks[c] = new(inodeChunk)
+		t.acct.Alloc(chunkBytes)
 	}
 	if k := len(t.free) - 1; k >= 0 && t.free[k] == ino {
 		t.free = t.free[:k]

@@ -35,6 +35,8 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	}
 	start := time.Now()
 	v := &Volume{opts: opts, dev: dev, blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb}
+	v.acct = newAcct(opts.Accounting)
+	v.inodes.acct = v.acct.chunks
 	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
 	v.dataStart = sb.Log.End()
 	v.fixed = []alloc.Extent{{Off: 0, Len: v.dataStart}}
@@ -173,5 +175,6 @@ func (v *Volume) Close() error {
 	if cerr := v.j.Close(); err == nil {
 		err = cerr
 	}
+	v.acct.release(v)
 	return errors.Join(errWB, err)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/smallfs/smallfs/accounting"
 )
 
 // Options tunes an open volume. The zero value gives the defaults stated on
@@ -31,6 +32,9 @@ type Options struct {
 	TrackLookups bool
 	// Logger receives lifecycle events and failures. Default: discard.
 	Logger logrus.FieldLogger
+	// Accounting receives the "fs" layer's memory figures. Default
+	// accounting.Default.
+	Accounting *accounting.Registry
 }
 
 // DefaultInlineThreshold is the default Options.InlineThreshold; see
@@ -57,6 +61,9 @@ func (o Options) withDefaults(blockSize int) (Options, error) {
 		o.InlineThreshold = 0
 	case o.InlineThreshold > blockSize:
 		errs = append(errs, fmt.Errorf("InlineThreshold %d is above the block size %d: %w", o.InlineThreshold, blockSize, ErrInvalid))
+	}
+	if o.Accounting == nil {
+		o.Accounting = accounting.Default
 	}
 	if o.Logger == nil {
 		l := logrus.New()

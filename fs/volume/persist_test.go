@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
 )
@@ -164,5 +165,46 @@ func TestOpenRefuses(t *testing.T) {
 	if !errors.Is(err, syscall.EINVAL) || !bytes.Contains([]byte(err.Error()), []byte("InlineThreshold")) ||
 		!bytes.Contains([]byte(err.Error()), []byte("DirtyThreshold")) {
 		t.Fatalf("bad options: %v", err)
+	}
+}
+
+// TestAccounting checks the "fs" layer's live figures follow the volume.
+func TestAccounting(t *testing.T) {
+	reg := accounting.NewRegistry()
+	v := newTestVolume(t, Options{Accounting: reg})
+	live := func(typ string) (int64, int64) {
+		l, _ := reg.Snapshot().Layer("fs")
+		s, _ := l.Type(typ)
+		return s.Live, s.Bytes
+	}
+	d := must[Attr](t)(v.Mkdir(root, RootIno, "d", 0o755))
+	_, h, err := v.Create(root, d.Ino, "file", 0o644, syscall.O_RDWR)
+	ok(t, err)
+	must[int](t)(h.WriteAt(pattern(100000, 1), 0))
+	if n, _ := live("inode"); n != 3 {
+		t.Fatalf("%d live inodes, want 3", n)
+	}
+	if n, b := live("dirent"); n != 2 || b != 2*direntBytes+int64(len("d")+len("file")) {
+		t.Fatalf("dirents: %d live, %d bytes", n, b)
+	}
+	if n, b := live("dirty_buffer"); n != 2 || b < 100000 {
+		t.Fatalf("dirty buffers: %d live, %d bytes", n, b)
+	}
+	ok(t, h.Release())
+	if n, _ := live("dirty_buffer"); n != 0 {
+		t.Fatalf("%d dirty buffers after release", n)
+	}
+	if n, _ := live("open_file"); n != 0 {
+		t.Fatalf("%d open files after release", n)
+	}
+	ok(t, v.Unlink(root, d.Ino, "file"))
+	if n, _ := live("inode"); n != 2 {
+		t.Fatalf("%d live inodes after unlink, want 2", n)
+	}
+	ok(t, v.Close())
+	for _, typ := range []string{"inode", "inode_chunk", "dirent", "dirty_buffer", "open_file"} {
+		if n, b := live(typ); n != 0 || b != 0 {
+			t.Fatalf("after Close: %s has %d live, %d bytes", typ, n, b)
+		}
 	}
 }

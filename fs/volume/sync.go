@@ -56,6 +56,7 @@ func (v *Volume) syncLog() error {
 	if err := v.j.Sync(v.j.Last()); err != nil {
 		return opErr("sync", "", err)
 	}
+	v.acct.syncs.Inc()
 	return nil
 }
 
@@ -146,7 +147,7 @@ func (v *Volume) withData(ino Ino, fn func(*inode, *fileData) error) error {
 	v.mu.Lock()
 	n.opens--
 	if n.opens == 0 {
-		detach(n)
+		v.detach(n)
 		v.freeIfUnused(ino, n)
 	}
 	v.mu.Unlock()

@@ -37,6 +37,7 @@ type Volume struct {
 	stopped chan struct{}     // closed when it has stopped
 	closed  bool
 	now     func() int64 // the clock, in Unix ns
+	acct    acct
 
 	dirtyMu sync.Mutex // leaf lock guarding dirty
 	dirty   map[Ino]*fileData

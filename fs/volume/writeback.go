@@ -52,6 +52,7 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	fd.ahead.Store(false)
 	v.mu.Unlock()
 	v.dropDirty(fd)
+	v.acct.writebacks.Inc()
 	return nil
 }
 
@@ -166,6 +167,9 @@ func (v *Volume) writeBlocks(b []byte, at, k uint64, devOff int64) error {
 
 // dropDirty forgets fd's dirty chunks and gives back their reservation.
 func (v *Volume) dropDirty(fd *fileData) {
+	for _, b := range fd.chunks {
+		v.acct.dirty.Free(int64(cap(b)))
+	}
 	clear(fd.chunks)
 	fd.dirty = 0
 	v.space.unreserve(fd.blocks)
