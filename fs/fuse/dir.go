@@ -1,0 +1,80 @@
+package fuse
+
+import (
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/smallfs/smallfs/fs/volume"
+)
+
+// Directory offsets. The volume lists only real entries, with cookies from
+// 3 up; the adapter adds "." at 1 and ".." at 2. An offset is the cookie of
+// the entry before, so listing from offset c continues after c.
+const (
+	dotCookie    = 1
+	dotdotCookie = 2
+)
+
+// OpenDir keeps no state: a listing is resumed from its offset alone, so
+// there is nothing to allocate, look up or release per open directory.
+func (fs *fileSystem) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	fs.begin(opOpenDir)
+	return fs.done(opOpenDir, in.NodeId, nil)
+}
+
+func (fs *fileSystem) ReleaseDir(in *fuse.ReleaseIn) {
+	fs.begin(opReleaseDir)
+	fs.stats.end(opReleaseDir, false)
+}
+
+func (fs *fileSystem) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	fs.begin(opFsyncDir)
+	return fs.done(opFsyncDir, in.NodeId, fs.vol.Fsync(volume.Ino(in.NodeId), in.FsyncFlags&1 != 0))
+}
+
+// dots adds "." and ".." when the listing starts before them and reports
+// whether both fitted. ".." carries no inode number (the kernel ignores it;
+// readdir(3) users get FUSE_UNKNOWN_INO): the volume does not say a
+// directory's parent without a lookup.
+func dots(in *fuse.ReadIn, add func(fuse.DirEntry) bool) bool {
+	if in.Offset < dotCookie && !add(fuse.DirEntry{Name: ".", Ino: in.NodeId, Mode: syscall.S_IFDIR, Off: dotCookie}) {
+		return false
+	}
+	if in.Offset < dotdotCookie && !add(fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Off: dotdotCookie}) {
+		return false
+	}
+	return true
+}
+
+func (fs *fileSystem) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	fs.begin(opReadDir)
+	if !dots(in, out.AddDirEntry) {
+		return fs.done(opReadDir, in.NodeId, nil)
+	}
+	err := fs.vol.ReadDir(volume.Ino(in.NodeId), in.Offset, func(e volume.DirEntry) bool {
+		return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode, Off: e.Cookie})
+	})
+	return fs.done(opReadDir, in.NodeId, err)
+}
+
+// ReadDirPlus lists like ReadDir and adds each entry's attributes, so the
+// kernel needs no LOOKUP for them. The volume counts a kernel reference for
+// every entry accepted here, and only for those: space is reserved in the
+// reply before an entry is accepted. "." and ".." get no attributes (node
+// ID 0), for which the kernel takes no reference.
+func (fs *fileSystem) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	fs.begin(opReadDirPlus)
+	if !dots(in, func(e fuse.DirEntry) bool { return out.AddDirLookupEntry(e) != nil }) {
+		return fs.done(opReadDirPlus, in.NodeId, nil)
+	}
+	err := fs.vol.ReadDirPlus(volume.Ino(in.NodeId), in.Offset, func(e volume.DirEntry, a volume.Attr) bool {
+		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode, Off: e.Cookie})
+		if eo == nil {
+			return false
+		}
+		fs.setEntry(eo, &a)
+		return true
+	})
+	return fs.done(opReadDirPlus, in.NodeId, err)
+}

@@ -1,0 +1,118 @@
+// Package fuse serves a smallfs volume to the kernel through go-fuse's raw
+// protocol API (fuse.RawFileSystem), and mounts and unmounts it.
+//
+// # The model
+//
+// The adapter is a translation layer with almost no state of its own. A
+// FUSE node ID is the volume's inode number (the root is 1, FUSE_ROOT_ID)
+// and the generation is the inode's Gen; a (Ino, Gen) pair is never reused.
+// The kernel's lookup count for an inode is a field of the volume's inode
+// record (volume Options.TrackLookups): every reply that hands the kernel
+// an inode (LOOKUP, CREATE, MKNOD, MKDIR, SYMLINK, LINK, and each
+// READDIRPLUS entry) is counted by the volume, and FORGET and BATCH_FORGET
+// call volume.Forget. There is no second node tree: go-fuse's fs package
+// keeps one at about 825 B per cached inode (hanwen/go-fuse#603); here a
+// cached inode costs the adapter nothing.
+//
+// The adapter's state is the table of open files (OpenOut.Fh is an index
+// into it, see handles.go) and the request counters. Directories are opened
+// statelessly: a listing resumes from its offset, which is the volume's
+// readdir cookie ("." and ".." are the adapter's, at offsets 1 and 2).
+//
+// # Mounting
+//
+// Mount mounts (mount(2) directly when root, else fusermount3) and returns
+// once the kernel has answered the first request, so the mountpoint is
+// usable. The caller owns the volume: after Wait returns, because of
+// Unmount or an unmount from outside (umount, fusermount3 -u), the serve
+// loop has ended and files the kernel never released have been released;
+// the caller then closes the volume, which flushes, checkpoints and marks
+// it clean. A daemon killed outright leaves a dead mount ("transport
+// endpoint is not connected") that umount -l removes.
+//
+// Mount options: default_permissions is on (the kernel checks mode bits;
+// the volume never does), allow_other only with Options.AllowOther,
+// read-only mounts with Options.ReadOnly ("ro": the kernel refuses every
+// change with EROFS). Security labels are ignored unless
+// Options.SecurityLabels: GETXATTR of security.capability and the POSIX ACL
+// names is answered "none" by go-fuse without reaching the volume, and
+// SETXATTR in the security. and system.posix_acl_ namespaces fails with
+// EOPNOTSUPP, so what is stored always matches what is reported.
+//
+// # Errors
+//
+// Volume errors wrap a syscall.Errno (often under %w layers); status in
+// errno.go finds it with errors.As and is the only place an error becomes a
+// FUSE status. go-fuse's ToStatus is not used: it does not unwrap, and it
+// maps unknown errors to ENOSYS, which makes the kernel stop sending that
+// operation for the rest of the mount. An error without an errno becomes
+// EIO and is logged with the operation and inode; so is every EIO (a bad
+// device or corrupt metadata). A negative LOOKUP is not an error: it is
+// answered as a negative entry the kernel may cache.
+//
+// # Caching
+//
+// smallfs is the only writer of its device and every change passes through
+// this kernel, which keeps its caches in step, so the caches are used
+// fully: entry, attribute and negative-entry timeouts default to an hour
+// (Options; negative values turn caching off). SETATTR replies carry the
+// attribute timeout too (go-fuse's own nodes do not), so a stat after
+// chmod, utimes or truncate costs no GETATTR. Open files keep their page
+// cache (FOPEN_KEEP_CACHE); the kernel still drops it when it sees the
+// size or mtime change. Symlink targets are cached by the kernel, since a
+// target never changes. A read-only open gets FOPEN_NOFLUSH: close(2)
+// sends no FLUSH, as there is nothing to write. Writable opens keep FLUSH,
+// because delayed allocation happens there at the latest and ENOSPC must
+// reach close(2).
+//
+// One staleness is accepted: st_blocks of a file stat'ed while it still
+// had unallocated (delayed) data may stay at the old figure until the
+// attribute timeout or the next change to the file.
+//
+// Not negotiated, deliberately: the writeback cache (the kernel would own
+// mtime and size and send writes long after close), no-open (the volume's
+// open-file state, where writes are buffered, needs OPEN), and
+// HANDLE_KILLPRIV_V2 (see docs/FUSE.md for the measurements behind each).
+//
+// # Directory listings
+//
+// READDIRPLUS returns each entry's attributes with its name, so ls -l needs
+// no LOOKUP per entry, but it makes the kernel instantiate an inode per
+// entry even for a plain ls. The default, ReadDirPlusAuto, lets the kernel
+// choose per listing (READDIRPLUS_AUTO): plus for the first batch and then
+// only while the lister stats what it lists. The figures for a directory of
+// 10^5 entries are in docs/FUSE.md.
+//
+// # Reads
+//
+// A read that the volume maps to one contiguous device extent is answered
+// with fuse.ReadResultFd on the device's descriptor at the physical offset:
+// go-fuse splices it to the kernel without copying through user space.
+// Inline files, dirty data and holes are answered from the volume's memory.
+// Without a device descriptor (device.Mem), reads copy through ReadAt.
+//
+// # Locking and concurrency
+//
+// go-fuse serves each request on its own goroutine. The adapter takes one
+// lock, the handle table's RWMutex, held only to index or change the table
+// and never across a volume call. Everything else is the volume's (see its
+// doc.go). Nothing in this package touches the mountpoint from a serving
+// goroutine, which could deadlock (see go-fuse's fs/api.go).
+//
+// # Accounting
+//
+// Layer "fuse" of the accounting registry (Options.Accounting, default
+// accounting.Default): counters "op-NAME" for requests and "err-NAME" for
+// requests answered with an errno, by the kernel's opcode name (op-LOOKUP,
+// err-RENAME, ...), and the record "request" whose live count is the
+// requests in flight. The counters are resolved once at mount; a request
+// costs two or three striped atomic additions and no allocation.
+//
+// # Costs
+//
+// Per request the adapter adds a handful of field copies to the volume
+// call; a READ or WRITE adds one shared lock of the handle table. Memory:
+// 8 bytes per open file plus go-fuse's request buffers, bounded by
+// Options.MaxInflightRequestBytes (64 MiB by default, about 60 requests of
+// MaxWrite = 1 MiB).
+package fuse

@@ -1,0 +1,137 @@
+package fuse
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/smallfs/smallfs/fs/volume"
+)
+
+// openFlags chooses the kernel's caching for a new open file. The page
+// cache is kept across opens because nothing but this mount changes the
+// file. A read-only open gets no FLUSH at close: it has nothing to write,
+// so the round trip could only ever answer OK.
+func (fs *fileSystem) openFlags(flags uint32) uint32 {
+	var f uint32
+	if !fs.opts.DropCache {
+		f |= fuse.FOPEN_KEEP_CACHE
+	}
+	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		f |= fuse.FOPEN_NOFLUSH
+	}
+	return f
+}
+
+func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	fs.begin(opCreate)
+	a, h, err := fs.vol.Create(caller(&in.InHeader), volume.Ino(in.NodeId), name, in.Mode, in.Flags)
+	if err == nil {
+		fs.setEntry(&out.EntryOut, &a)
+		out.Fh = fs.files.add(h)
+		out.OpenFlags = fs.openFlags(in.Flags)
+	}
+	return fs.done(opCreate, in.NodeId, err)
+}
+
+func (fs *fileSystem) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	fs.begin(opOpen)
+	h, err := fs.vol.OpenFile(volume.Ino(in.NodeId), in.Flags)
+	if err == nil {
+		out.Fh = fs.files.add(h)
+		out.OpenFlags = fs.openFlags(in.Flags)
+	}
+	return fs.done(opOpen, in.NodeId, err)
+}
+
+// errBadHandle answers a request naming a file handle the adapter never
+// gave out or already released, which the kernel does not do.
+var errBadHandle = fmt.Errorf("unknown file handle: %w", syscall.EBADF)
+
+// Read answers from the device without copying when the range is one
+// contiguous extent (the kernel splices it from the device fd), and from
+// the volume's memory for inline files, dirty data and holes.
+func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	fs.begin(opRead)
+	h := fs.files.get(in.Fh)
+	if h == nil {
+		return nil, fs.done(opRead, in.NodeId, errBadHandle)
+	}
+	off, n := int64(in.Offset), min(int(in.Size), len(buf))
+	if fs.devFd >= 0 {
+		p, err := h.ReadPlan(off, n)
+		if err != nil {
+			return nil, fs.done(opRead, in.NodeId, err)
+		}
+		if p.Bytes == nil && p.Len > 0 {
+			return fuse.ReadResultFd(uintptr(fs.devFd), p.DevOff, p.Len), fs.done(opRead, in.NodeId, nil)
+		}
+		return fuse.ReadResultData(p.Bytes), fs.done(opRead, in.NodeId, nil)
+	}
+	m, err := h.ReadAt(buf[:n], off)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return fuse.ReadResultData(buf[:m]), fs.done(opRead, in.NodeId, err)
+}
+
+func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	fs.begin(opWrite)
+	h := fs.files.get(in.Fh)
+	if h == nil {
+		return 0, fs.done(opWrite, in.NodeId, errBadHandle)
+	}
+	n, err := h.WriteAt(data, int64(in.Offset))
+	return uint32(n), fs.done(opWrite, in.NodeId, err)
+}
+
+// Flush runs at every close of a writable open file: delayed allocation
+// happens here at the latest, so ENOSPC and I/O errors reach close(2).
+func (fs *fileSystem) Flush(_ <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	fs.begin(opFlush)
+	h := fs.files.get(in.Fh)
+	if h == nil {
+		return fs.done(opFlush, in.NodeId, errBadHandle)
+	}
+	return fs.done(opFlush, in.NodeId, h.Flush())
+}
+
+func (fs *fileSystem) Release(_ <-chan struct{}, in *fuse.ReleaseIn) {
+	fs.begin(opRelease)
+	var err error = errBadHandle
+	if h := fs.files.remove(in.Fh); h != nil {
+		err = h.Release()
+	}
+	fs.done(opRelease, in.NodeId, err)
+}
+
+// Fsync serves fsync and fdatasync; FUSE_FSYNC_FDATASYNC is bit 0.
+func (fs *fileSystem) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	fs.begin(opFsync)
+	datasync := in.FsyncFlags&1 != 0
+	var err error
+	if h := fs.files.get(in.Fh); h != nil {
+		err = h.Fsync(datasync)
+	} else {
+		err = fs.vol.Fsync(volume.Ino(in.NodeId), datasync)
+	}
+	return fs.done(opFsync, in.NodeId, err)
+}
+
+func (fs *fileSystem) Fallocate(_ <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+	fs.begin(opFallocate)
+	err := fs.vol.Fallocate(volume.Ino(in.NodeId), in.Mode, int64(in.Offset), int64(in.Length))
+	return fs.done(opFallocate, in.NodeId, err)
+}
+
+// Lseek serves SEEK_DATA and SEEK_HOLE; the kernel does the other whences
+// itself.
+func (fs *fileSystem) Lseek(_ <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
+	fs.begin(opLseek)
+	off, err := fs.vol.Lseek(volume.Ino(in.NodeId), int64(in.Offset), int(in.Whence))
+	out.Offset = uint64(off)
+	return fs.done(opLseek, in.NodeId, err)
+}

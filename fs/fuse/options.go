@@ -1,0 +1,154 @@
+package fuse
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/smallfs/smallfs/accounting"
+)
+
+// ReadDirPlus chooses how directory listings are answered; see
+// "# Directory listings" in doc.go for the figures behind the default.
+type ReadDirPlus uint8
+
+const (
+	// ReadDirPlusAuto lets the kernel decide per listing (FUSE
+	// READDIRPLUS_AUTO): the first batch comes with attributes, later ones
+	// only when the lister stats the entries (ls -l, not ls).
+	ReadDirPlusAuto ReadDirPlus = iota
+	// ReadDirPlusAlways answers every listing with attributes.
+	ReadDirPlusAlways
+	// ReadDirPlusNever answers listings with names only; stat costs a
+	// LOOKUP per entry.
+	ReadDirPlusNever
+)
+
+func (p ReadDirPlus) String() string {
+	switch p {
+	case ReadDirPlusAuto:
+		return "auto"
+	case ReadDirPlusAlways:
+		return "always"
+	case ReadDirPlusNever:
+		return "never"
+	}
+	return fmt.Sprintf("ReadDirPlus(%d)", uint8(p))
+}
+
+// Options tunes a mount. The zero value gives the defaults stated on each
+// field; Mount fills them in on its own copy and rejects bad values, naming
+// every bad field at once.
+type Options struct {
+	// EntryTimeout is how long the kernel may trust a name it looked up.
+	// smallfs is the only writer of its device and every change passes
+	// through the kernel, which updates its caches as it goes, so a long
+	// timeout is safe. Default 1h; negative means 0 (ask every time).
+	EntryTimeout time.Duration
+	// AttrTimeout is how long the kernel may trust an inode's attributes.
+	// Default 1h; negative means 0.
+	AttrTimeout time.Duration
+	// NegativeTimeout is how long the kernel may remember that a name does
+	// not exist. Default 1h; negative means 0 (no negative caching).
+	NegativeTimeout time.Duration
+	// ReadDirPlus is the listing policy. Default ReadDirPlusAuto.
+	ReadDirPlus ReadDirPlus
+	// NoDefaultPermissions turns off the kernel's mode-bit checks
+	// (default_permissions). Default false: the kernel checks; the volume
+	// never checks mode bits itself, so turning this off leaves only the
+	// adapter's ACCESS answer and no enforcement on open or create.
+	NoDefaultPermissions bool
+	// AllowOther lets users other than the mounting one see the mount.
+	// Default false.
+	AllowOther bool
+	// ReadOnly mounts read-only; the kernel refuses every change (EROFS).
+	// Default false.
+	ReadOnly bool
+	// SecurityLabels passes security.* and system.posix_acl_* extended
+	// attributes through to the volume. Default false: the kernel's
+	// queries for them (security.capability before writes, ACLs) are
+	// answered "none" without a trip to the volume, and setting them
+	// fails with EOPNOTSUPP.
+	SecurityLabels bool
+	// DropCache makes the kernel drop a file's page cache at every open.
+	// Default false: the cache is kept across opens (FOPEN_KEEP_CACHE),
+	// and the kernel still drops it when it sees the size or mtime change.
+	DropCache bool
+	// MaxWrite is the largest READ or WRITE request, in bytes. Default
+	// 1 MiB, the kernel's ceiling; at least 4096.
+	MaxWrite int
+	// MaxBackground bounds the kernel's asynchronous requests (readahead,
+	// writeback) in flight. Default 64.
+	MaxBackground int
+	// MaxInflightRequestBytes bounds the memory go-fuse holds for requests
+	// being read or served, each costing about MaxWrite. Default 64 MiB.
+	MaxInflightRequestBytes int
+	// FsName is what df shows as the filesystem (usually the device).
+	// Default "smallfs".
+	FsName string
+	// Debug logs every request and reply at debug level.
+	Debug bool
+	// Accounting receives the adapter's figures (layer "fuse": requests
+	// and errors by opcode, requests in flight). Default
+	// accounting.Default; tests pass their own registry to see one mount.
+	Accounting *accounting.Registry
+	// Logger receives mount lifecycle events, failures and the debug
+	// trace. Default: discard.
+	Logger logrus.FieldLogger
+}
+
+// withDefaults returns a copy of o with defaults filled in, or an error
+// naming every invalid field.
+func (o Options) withDefaults() (Options, error) {
+	var errs []error
+	o.EntryTimeout = timeoutDefault(o.EntryTimeout)
+	o.AttrTimeout = timeoutDefault(o.AttrTimeout)
+	o.NegativeTimeout = timeoutDefault(o.NegativeTimeout)
+	if o.ReadDirPlus > ReadDirPlusNever {
+		errs = append(errs, fmt.Errorf("ReadDirPlus %d is not a policy: %w", o.ReadDirPlus, ErrInvalidOption))
+	}
+	switch {
+	case o.MaxWrite == 0:
+		o.MaxWrite = 1 << 20
+	case o.MaxWrite < 4096 || o.MaxWrite > 1<<20:
+		errs = append(errs, fmt.Errorf("MaxWrite %d is outside [4096, 1 MiB]: %w", o.MaxWrite, ErrInvalidOption))
+	}
+	switch {
+	case o.MaxBackground == 0:
+		o.MaxBackground = 64
+	case o.MaxBackground < 1 || o.MaxBackground > 1<<16-1:
+		errs = append(errs, fmt.Errorf("MaxBackground %d is outside [1, 65535]: %w", o.MaxBackground, ErrInvalidOption))
+	}
+	switch {
+	case o.MaxInflightRequestBytes == 0:
+		o.MaxInflightRequestBytes = 64 << 20
+	case o.MaxInflightRequestBytes < 0:
+		errs = append(errs, fmt.Errorf("MaxInflightRequestBytes %d is negative: %w", o.MaxInflightRequestBytes, ErrInvalidOption))
+	}
+	if o.FsName == "" {
+		o.FsName = "smallfs"
+	}
+	if o.Accounting == nil {
+		o.Accounting = accounting.Default
+	}
+	if o.Logger == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		o.Logger = l
+	}
+	return o, errors.Join(errs...)
+}
+
+// timeoutDefault maps 0 to the default and negative to "no caching".
+func timeoutDefault(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return time.Hour
+	case d < 0:
+		return 0
+	}
+	return d
+}

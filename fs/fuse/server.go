@@ -1,0 +1,146 @@
+package fuse
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"strings"
+	"sync"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/sirupsen/logrus"
+
+	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/volume"
+)
+
+// ErrInvalidOption is returned by Mount when a field of Options is out of
+// range; the error names every such field.
+var ErrInvalidOption = errors.New("invalid mount option")
+
+// Server is a mounted smallfs: the kernel's requests on the mountpoint are
+// served from the volume until the filesystem is unmounted.
+type Server struct {
+	fuse       *fuse.Server
+	fs         *fileSystem
+	mountpoint string
+	served     chan struct{} // closed when the serve loop has ended
+	unmount    sync.Mutex
+}
+
+// Mount mounts vol on mountpoint and returns once the filesystem answers
+// requests. dev is the device vol was opened on; when it has a file
+// descriptor (device.FdDevice), reads of whole extents are answered
+// zero-copy from it.
+//
+// The caller keeps ownership of vol: once Wait returns (after Unmount, or
+// an unmount from outside such as umount(8)), the caller closes it, which
+// flushes, checkpoints and marks it clean. Mount must run as root or with
+// fusermount3 installed.
+func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Options) (*Server, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
+	}
+	fs := newFileSystem(vol, dev, o)
+	srv, err := fuse.NewServer(fs, mountpoint, o.mountOptions())
+	if err != nil {
+		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
+	}
+	s := &Server{fuse: srv, fs: fs, mountpoint: mountpoint, served: make(chan struct{})}
+	go func() {
+		srv.Serve()
+		close(s.served)
+	}()
+	if err := srv.WaitMount(); err != nil {
+		_ = s.Unmount()
+		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
+	}
+	o.Logger.WithFields(logrus.Fields{
+		"mountpoint": mountpoint, "entry_timeout": o.EntryTimeout, "attr_timeout": o.AttrTimeout,
+		"negative_timeout": o.NegativeTimeout, "readdirplus": o.ReadDirPlus, "read_only": o.ReadOnly,
+		"max_write": o.MaxWrite, "zero_copy_reads": fs.devFd >= 0,
+	}).Info("mounted")
+	return s, nil
+}
+
+// mountOptions translates Options into go-fuse's.
+func (o *Options) mountOptions() *fuse.MountOptions {
+	mo := &fuse.MountOptions{
+		AllowOther:              o.AllowOther,
+		MaxBackground:           o.MaxBackground,
+		MaxInflightRequestBytes: o.MaxInflightRequestBytes,
+		MaxWrite:                o.MaxWrite,
+		IgnoreSecurityLabels:    !o.SecurityLabels,
+		FsName:                  o.FsName,
+		Name:                    "smallfs",
+		// Symlink targets never change (a new target is a new inode), so
+		// the kernel may keep them.
+		EnableSymlinkCaching: true,
+		DisableReadDirPlus:   o.ReadDirPlus == ReadDirPlusNever,
+		// mount(2) directly when root, else fusermount3.
+		DirectMount: true,
+		Debug:       o.Debug,
+		Logger:      log.New(logWriter{o.Logger, o.Debug}, "", 0),
+	}
+	// O_TRUNC travels with OPEN (the volume truncates there) instead of
+	// costing a SETATTR before it.
+	mo.ExtraCapabilities = fuse.CAP_ATOMIC_O_TRUNC
+	if o.ReadDirPlus == ReadDirPlusAuto {
+		mo.ExtraCapabilities |= fuse.CAP_READDIRPLUS_AUTO
+	}
+	if !o.NoDefaultPermissions {
+		mo.Options = append(mo.Options, "default_permissions")
+	}
+	if o.ReadOnly {
+		mo.Options = append(mo.Options, "ro")
+	}
+	return mo
+}
+
+// logWriter carries go-fuse's log lines (its request trace under Debug,
+// otherwise only its complaints) into the logrus logger.
+type logWriter struct {
+	log   logrus.FieldLogger
+	debug bool
+}
+
+func (w logWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimRight(string(p), "\n")
+	if w.debug {
+		w.log.Debug(msg)
+	} else {
+		w.log.Warn(msg)
+	}
+	return len(p), nil
+}
+
+// Unmount unmounts the filesystem and waits until the last request has been
+// served. It fails (EBUSY) while files on the mount are open or a process
+// has its working directory there. Unmounting an already unmounted Server
+// returns nil.
+func (s *Server) Unmount() error {
+	s.unmount.Lock()
+	defer s.unmount.Unlock()
+	select {
+	case <-s.served:
+		return nil
+	default:
+	}
+	if err := s.fuse.Unmount(); err != nil {
+		return fmt.Errorf("fuse: unmount %s: %w", s.mountpoint, err)
+	}
+	<-s.served
+	return nil
+}
+
+// Wait blocks until the filesystem is unmounted, by Unmount or from
+// outside, and the last request has been served. Open files the kernel
+// never released have been released by then.
+func (s *Server) Wait() { <-s.served }
+
+// Done is closed when Wait would return.
+func (s *Server) Done() <-chan struct{} { return s.served }
+
+// Mountpoint returns the directory the filesystem is mounted on.
+func (s *Server) Mountpoint() string { return s.mountpoint }

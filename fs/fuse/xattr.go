@@ -1,0 +1,94 @@
+package fuse
+
+import (
+	"strings"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/smallfs/smallfs/fs/volume"
+)
+
+// Extended attributes. GETXATTR and LISTXATTR follow the kernel's
+// two-step protocol: asked with an empty buffer they return the size; with
+// a buffer too small they return ERANGE and the size.
+
+// labelNamespaces are the attributes the kernel itself interprets. Unless
+// Options.SecurityLabels is set, go-fuse answers GETXATTR for them "none"
+// before the volume is asked, and SETXATTR is refused so that what is
+// stored always matches what is reported.
+var labelNamespaces = []string{"security.", "system.posix_acl_"}
+
+func (fs *fileSystem) isLabel(name string) bool {
+	if fs.opts.SecurityLabels {
+		return false
+	}
+	for _, p := range labelNamespaces {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (fs *fileSystem) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
+	fs.begin(opGetXAttr)
+	v, err := fs.vol.GetXattr(volume.Ino(h.NodeId), name)
+	if err != nil {
+		return 0, fs.done(opGetXAttr, h.NodeId, err)
+	}
+	return copyOut(dest, v), fs.done(opGetXAttr, h.NodeId, fitErr(dest, len(v)))
+}
+
+func (fs *fileSystem) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+	fs.begin(opListXAttr)
+	names, err := fs.vol.ListXattr(volume.Ino(h.NodeId))
+	if err != nil {
+		return 0, fs.done(opListXAttr, h.NodeId, err)
+	}
+	size := 0
+	for _, n := range names {
+		size += len(n) + 1
+	}
+	if err := fitErr(dest, size); err != nil || len(dest) == 0 {
+		return uint32(size), fs.done(opListXAttr, h.NodeId, err)
+	}
+	off := 0
+	for _, n := range names {
+		off += copy(dest[off:], n)
+		dest[off] = 0
+		off++
+	}
+	return uint32(size), fs.done(opListXAttr, h.NodeId, nil)
+}
+
+// copyOut copies v into dest when it fits and returns v's length.
+func copyOut(dest, v []byte) uint32 {
+	if len(dest) >= len(v) {
+		copy(dest, v)
+	}
+	return uint32(len(v))
+}
+
+// fitErr says whether a value of size bytes fits the caller's buffer; an
+// empty buffer asks only for the size.
+func fitErr(dest []byte, size int) error {
+	if len(dest) != 0 && len(dest) < size {
+		return syscall.ERANGE
+	}
+	return nil
+}
+
+func (fs *fileSystem) SetXAttr(_ <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
+	fs.begin(opSetXAttr)
+	if fs.isLabel(name) {
+		return fs.done(opSetXAttr, in.NodeId, syscall.EOPNOTSUPP)
+	}
+	err := fs.vol.SetXattr(volume.Ino(in.NodeId), name, value, in.Flags)
+	return fs.done(opSetXAttr, in.NodeId, err)
+}
+
+func (fs *fileSystem) RemoveXAttr(_ <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	fs.begin(opRemoveXAttr)
+	return fs.done(opRemoveXAttr, h.NodeId, fs.vol.RemoveXattr(volume.Ino(h.NodeId), name))
+}

@@ -1,0 +1,32 @@
+// Package tests holds smallfs's integration tests: each one mounts a real
+// smallfs (a volume on a sparse image in t.TempDir(), served by fs/fuse) and
+// drives it through the os package and system calls, as users do.
+//
+// # Running
+//
+// The tests mount, so they run as root with /dev/fuse and fusermount3:
+//
+//	go test -race -tags invariants ./tests
+//	go test ./tests -run TestPosix -v -fusetrace   # with the FUSE request trace
+//	go test ./tests -run '^$' -bench . -benchtime 1x
+//
+// # The harness
+//
+// newMount makes, mounts and returns a fresh filesystem. Its cleanup
+// unmounts (lazily, and by aborting the connection if the daemon died),
+// runs the volume's Check on the live metadata, closes the volume, opens it
+// again from the image and checks once more, so every test also proves that
+// a clean unmount left a consistent, complete image. Errors the adapter
+// logs fail the test. A failing test keeps its image and says where.
+//
+// # What is where
+//
+//   - posix_test.go: go-fuse's conformance suite (posixtest.All).
+//   - ops_test.go: every operation of the FUSE surface through syscalls.
+//   - scenario_test.go: large directories, links, renames, sparse and large
+//     files, O_APPEND writers, statfs, mount options.
+//   - persist_test.go: unmount and remount; kill -9 of a daemon process.
+//   - concurrency_test.go: writers, readers and renamers at once.
+//   - bench_test.go: memory per file, ls and ls -l with each READDIRPLUS
+//     policy.
+package tests
