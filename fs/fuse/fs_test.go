@@ -1,0 +1,497 @@
+package fuse
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/sirupsen/logrus"
+
+	"github.com/smallfs/smallfs/accounting"
+	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/volume"
+)
+
+// These tests drive the adapter's RawFileSystem methods directly, on a
+// volume in memory, without a kernel: what a request turns into and what
+// its reply carries. tests/ covers the same through real mounts.
+
+type testFS struct {
+	*fileSystem
+	vol  *volume.Volume
+	reg  *accounting.Registry
+	errs *logCount
+}
+
+// logCount counts error-level log entries.
+type logCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *logCount) Levels() []logrus.Level { return []logrus.Level{logrus.ErrorLevel} }
+func (c *logCount) Fire(*logrus.Entry) error {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return nil
+}
+func (c *logCount) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func newTestFS(t testing.TB, configure ...func(*Options)) *testFS {
+	t.Helper()
+	dev := device.NewMem(64 << 20)
+	if err := volume.Mkfs(dev, volume.MkfsOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reg := accounting.NewRegistry()
+	vol, err := volume.Open(dev, volume.Options{TrackLookups: true, Accounting: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := &logCount{}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	log.AddHook(errs)
+	opts := Options{Accounting: reg, Logger: log}
+	for _, c := range configure {
+		c(&opts)
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &testFS{fileSystem: newFileSystem(vol, dev, o), vol: vol, reg: reg, errs: errs}
+	t.Cleanup(func() {
+		fs.OnUnmount()
+		for _, p := range vol.Check() {
+			t.Errorf("check: %s", p)
+		}
+		if err := vol.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return fs
+}
+
+// entryOutSize is the attribute block before each READDIRPLUS entry.
+const entryOutSize = int(unsafe.Sizeof(fuse.EntryOut{}))
+
+func header(node uint64) fuse.InHeader {
+	return fuse.InHeader{NodeId: node, Caller: fuse.Caller{Owner: fuse.Owner{Uid: 0, Gid: 0}}}
+}
+
+// mkfile creates a regular file through MKNOD and returns its entry.
+func (fs *testFS) mkfile(t testing.TB, parent uint64, name string) fuse.EntryOut {
+	t.Helper()
+	var out fuse.EntryOut
+	in := fuse.MknodIn{InHeader: header(parent), Mode: syscall.S_IFREG | 0o644}
+	if st := fs.Mknod(nil, &in, name, &out); st != fuse.OK {
+		t.Fatalf("mknod %s: %v", name, st)
+	}
+	return out
+}
+
+func TestStatus(t *testing.T) {
+	fs := newTestFS(t)
+	for _, c := range []struct {
+		err    error
+		want   fuse.Status
+		logged bool
+	}{
+		{nil, fuse.OK, false},
+		{syscall.ENOENT, fuse.ENOENT, false},
+		{volume.ErrNotEmpty, fuse.Status(syscall.ENOTEMPTY), false},
+		{fmt.Errorf("deep: %w", &iofs.PathError{Op: "rename", Path: "x", Err: volume.ErrExist}), fuse.Status(syscall.EEXIST), false},
+		{fmt.Errorf("device: %w", syscall.EIO), fuse.EIO, true},
+		{volume.ErrCorrupt, fuse.EIO, true},
+		{errors.New("no errno at all"), fuse.EIO, true},
+	} {
+		before := fs.errs.count()
+		if got := fs.status(opLookup, 1, c.err); got != c.want {
+			t.Errorf("status(%v) = %v, want %v", c.err, got, c.want)
+		}
+		if logged := fs.errs.count() > before; logged != c.logged {
+			t.Errorf("status(%v): logged %v, want %v", c.err, logged, c.logged)
+		}
+	}
+}
+
+func TestLookupReplies(t *testing.T) {
+	fs := newTestFS(t)
+	f := fs.mkfile(t, 1, "f")
+	var out fuse.EntryOut
+	h := header(1)
+	if st := fs.Lookup(nil, &h, "f", &out); st != fuse.OK {
+		t.Fatal(st)
+	}
+	if out.NodeId != f.NodeId || out.NodeId < 2 || out.Generation == 0 {
+		t.Errorf("entry: node %d gen %d, want node %d and a generation", out.NodeId, out.Generation, f.NodeId)
+	}
+	if out.EntryTimeout() != time.Hour || out.AttrTimeout() != time.Hour {
+		t.Errorf("timeouts %v %v, want the 1h defaults", out.EntryTimeout(), out.AttrTimeout())
+	}
+	if out.Mode != syscall.S_IFREG|0o644 || out.Nlink != 1 || out.Ino != out.NodeId {
+		t.Errorf("attr: %+v", out.Attr)
+	}
+	// A missing name is a negative entry the kernel may cache, not an error.
+	out = fuse.EntryOut{}
+	if st := fs.Lookup(nil, &h, "missing", &out); st != fuse.OK || out.NodeId != 0 || out.EntryTimeout() != time.Hour {
+		t.Errorf("negative lookup: %v node %d timeout %v", st, out.NodeId, out.EntryTimeout())
+	}
+	fs.vol.Forget(volume.Ino(f.NodeId), 2)
+
+	noNeg := newTestFS(t, func(o *Options) { o.NegativeTimeout = -1 })
+	if st := noNeg.Lookup(nil, &h, "missing", &out); st != fuse.ENOENT {
+		t.Errorf("lookup without negative caching: %v", st)
+	}
+}
+
+// TestSetAttrReplyTimeout: go-fuse leaves SETATTR's attribute lifetime at
+// zero; the adapter sets it, so a stat after chmod needs no GETATTR.
+func TestSetAttrReplyTimeout(t *testing.T) {
+	fs := newTestFS(t)
+	f := fs.mkfile(t, 1, "f")
+	in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{InHeader: header(f.NodeId), Valid: fuse.FATTR_MODE, Mode: 0o600}}
+	var out fuse.AttrOut
+	if st := fs.SetAttr(nil, &in, &out); st != fuse.OK {
+		t.Fatal(st)
+	}
+	if out.Timeout() != time.Hour || out.Mode != syscall.S_IFREG|0o600 {
+		t.Errorf("setattr reply: timeout %v mode %o", out.Timeout(), out.Mode)
+	}
+}
+
+func TestSetAttrIn(t *testing.T) {
+	in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{
+		Valid: fuse.FATTR_MODE | fuse.FATTR_UID | fuse.FATTR_GID | fuse.FATTR_SIZE | fuse.FATTR_ATIME |
+			fuse.FATTR_ATIME_NOW | fuse.FATTR_MTIME | fuse.FATTR_FH | fuse.FATTR_LOCKOWNER,
+		Mode: syscall.S_IFREG | 0o4755, Owner: fuse.Owner{Uid: 7, Gid: 8}, Size: 99,
+		Mtime: 12, Mtimensec: 34,
+	}}
+	got := setAttrIn(&in)
+	want := volume.SetAttrIn{
+		Valid: volume.SetMode | volume.SetUid | volume.SetGid | volume.SetSize | volume.SetAtimeNow | volume.SetMtime,
+		Mode:  0o4755, Uid: 7, Gid: 8, Size: 99, Mtime: 12_000_000_034,
+	}
+	if got != want {
+		t.Errorf("setAttrIn:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestTimes(t *testing.T) {
+	for _, ns := range []int64{0, 1, 999_999_999, 1_000_000_000, 1_700_000_000_123_456_789, -1, -1_000_000_000, -1_500_000_000} {
+		sec, nsec := splitTime(ns)
+		if nsec >= 1e9 {
+			t.Errorf("splitTime(%d): nsec %d", ns, nsec)
+		}
+		if back := joinTime(sec, nsec); back != ns {
+			t.Errorf("joinTime(splitTime(%d)) = %d", ns, back)
+		}
+	}
+}
+
+func TestPermitted(t *testing.T) {
+	file := volume.Attr{Mode: syscall.S_IFREG | 0o640, Uid: 10, Gid: 20}
+	for _, c := range []struct {
+		uid, gid, mask uint32
+		want           bool
+	}{
+		{10, 99, 6, true},  // owner rw
+		{10, 99, 1, false}, // owner x
+		{11, 20, 4, true},  // group r
+		{11, 20, 2, false}, // group w
+		{11, 21, 4, false}, // other
+		{0, 0, 6, true},    // root rw
+		{0, 0, 1, false},   // root x without any x bit
+	} {
+		if got := permitted(&file, c.uid, c.gid, c.mask); got != c.want {
+			t.Errorf("permitted(uid %d gid %d mask %o) = %v", c.uid, c.gid, c.mask, got)
+		}
+	}
+}
+
+func TestHandleTable(t *testing.T) {
+	var tab handleTable
+	a, b := new(volume.Handle), new(volume.Handle)
+	fa, fb := tab.add(a), tab.add(b)
+	if fa == 0 || fb == 0 || fa == fb || tab.get(fa) != a || tab.get(fb) != b {
+		t.Fatalf("add: %d %d", fa, fb)
+	}
+	if tab.get(0) != nil || tab.get(99) != nil || tab.remove(99) != nil {
+		t.Error("unknown handles resolve")
+	}
+	if tab.remove(fa) != a || tab.get(fa) != nil || tab.remove(fa) != nil {
+		t.Error("remove")
+	}
+	if fc := tab.add(a); fc != fa {
+		t.Errorf("freed slot not reused: %d, want %d", fc, fa)
+	}
+	n := 0
+	for range tab.drain() {
+		n++
+	}
+	if n != 2 || tab.get(fa) != nil {
+		t.Errorf("drain yielded %d", n)
+	}
+}
+
+// listing reads a directory through READDIR or READDIRPLUS in requests of
+// size bytes, as the kernel does, and returns the names and node IDs.
+func (fs *testFS) listing(t testing.TB, dir uint64, size int, plus bool) (names []string, nodes []uint64) {
+	t.Helper()
+	var off uint64
+	for {
+		buf := make([]byte, size)
+		out := fuse.NewDirEntryList(buf, off)
+		in := fuse.ReadIn{InHeader: header(dir), Offset: off, Size: uint32(size)}
+		var st fuse.Status
+		if plus {
+			st = fs.ReadDirPlus(nil, &in, out)
+		} else {
+			st = fs.ReadDir(nil, &in, out)
+		}
+		if st != fuse.OK {
+			t.Fatal(st)
+		}
+		b := out.Bytes()
+		if len(b) == 0 {
+			return names, nodes
+		}
+		for len(b) > 0 {
+			var node uint64
+			if plus {
+				node = (*fuse.EntryOut)(unsafe.Pointer(&b[0])).NodeId
+				b = b[entryOutSize:]
+			}
+			var name string
+			name, off, b = parseDirent(b)
+			names = append(names, name)
+			nodes = append(nodes, node)
+		}
+	}
+}
+
+// parseDirent decodes one entry of the FUSE wire format (ino, off,
+// namelen, type, name padded to 8 bytes) and returns the rest.
+func parseDirent(b []byte) (name string, off uint64, rest []byte) {
+	off = binary.NativeEndian.Uint64(b[8:])
+	n := int(binary.NativeEndian.Uint32(b[16:]))
+	name = string(b[24 : 24+n])
+	return name, off, b[(24+n+7)&^7:]
+}
+
+func TestReadDirResumes(t *testing.T) {
+	fs := newTestFS(t)
+	const n = 300
+	for i := range n {
+		fs.mkfile(t, 1, fmt.Sprintf("file-%03d", i))
+	}
+	for _, plus := range []bool{false, true} {
+		names, nodes := fs.listing(t, 1, 512, plus)
+		if len(names) != n+2 || names[0] != "." || names[1] != ".." {
+			t.Fatalf("plus=%v: %d names starting %q", plus, len(names), names[:min(3, len(names))])
+		}
+		for i := range n {
+			if want := fmt.Sprintf("file-%03d", i); names[i+2] != want {
+				t.Fatalf("plus=%v: entry %d is %q, want %q", plus, i+2, names[i+2], want)
+			}
+		}
+		if plus {
+			if nodes[0] != 0 || nodes[1] != 0 {
+				t.Errorf("READDIRPLUS gave . and .. node IDs %d %d; the kernel takes no reference for them", nodes[0], nodes[1])
+			}
+			for i, node := range nodes[2:] {
+				if node == 0 {
+					t.Errorf("entry %d without attributes", i)
+				}
+				fs.Forget(node, 1) // the kernel's reference
+			}
+		}
+	}
+}
+
+// TestReadDirPlusReferences: each entry a READDIRPLUS reply carries is one
+// kernel reference, and an entry that did not fit is none.
+func TestReadDirPlusReferences(t *testing.T) {
+	fs := newTestFS(t)
+	var inos []uint64
+	for i := range 40 {
+		e := fs.mkfile(t, 1, fmt.Sprintf("f%02d", i))
+		fs.Forget(e.NodeId, 1) // drop MKNOD's reference
+		inos = append(inos, e.NodeId)
+	}
+	// One small request: a few entries fit, the rest wait.
+	buf := make([]byte, 1024)
+	out := fuse.NewDirEntryList(buf, 0)
+	in := fuse.ReadIn{InHeader: header(1), Size: 1024}
+	if st := fs.ReadDirPlus(nil, &in, out); st != fuse.OK {
+		t.Fatal(st)
+	}
+	var listed int
+	for b := out.Bytes(); len(b) > 0; listed++ {
+		_, _, b = parseDirent(b[entryOutSize:])
+	}
+	listed -= 2 // "." and ".."
+	if listed < 1 || listed >= len(inos) {
+		t.Fatalf("%d entries in 1 KiB", listed)
+	}
+	// Unlink everything: listed inodes live on (nlink 0) until forgotten,
+	// the others go at once.
+	for i := range inos {
+		h := header(1)
+		if st := fs.Unlink(nil, &h, fmt.Sprintf("f%02d", i)); st != fuse.OK {
+			t.Fatal(st)
+		}
+	}
+	for i, ino := range inos {
+		_, err := fs.vol.GetAttr(volume.Ino(ino))
+		if alive := err == nil; alive != (i < listed) {
+			t.Errorf("inode %d (entry %d of %d listed): alive %v", ino, i, listed, alive)
+		}
+	}
+	for _, ino := range inos[:listed] {
+		fs.Forget(ino, 1)
+		if _, err := fs.vol.GetAttr(volume.Ino(ino)); err == nil {
+			t.Errorf("inode %d alive after its last FORGET", ino)
+		}
+	}
+}
+
+// TestRenameFlagsOnlyFromRename2: a plain RENAME has no flags field; what
+// go-fuse shows there is the first name's bytes.
+func TestRenameFlagsOnlyFromRename2(t *testing.T) {
+	fs := newTestFS(t)
+	fs.mkfile(t, 1, "a")
+	fs.mkfile(t, 1, "b")
+	in := fuse.RenameIn{InHeader: header(1), Newdir: 1, Flags: 0x61 /* "a" */}
+	in.Opcode = 12 // FUSE_RENAME
+	if st := fs.Rename(nil, &in, "a", "b"); st != fuse.OK {
+		t.Errorf("RENAME with stray flag bytes: %v", st)
+	}
+	fs.mkfile(t, 1, "c")
+	in.Opcode, in.Flags = opcodeRename2, 1 // RENAME_NOREPLACE
+	if st := fs.Rename(nil, &in, "b", "c"); st != fuse.Status(syscall.EEXIST) {
+		t.Errorf("RENAME2 NOREPLACE onto an existing name: %v", st)
+	}
+}
+
+func TestXattrProtocol(t *testing.T) {
+	fs := newTestFS(t)
+	f := fs.mkfile(t, 1, "f")
+	set := fuse.SetXAttrIn{InHeader: header(f.NodeId)}
+	if st := fs.SetXAttr(nil, &set, "user.k", []byte("value")); st != fuse.OK {
+		t.Fatal(st)
+	}
+	h := header(f.NodeId)
+	if n, st := fs.GetXAttr(nil, &h, "user.k", nil); st != fuse.OK || n != 5 {
+		t.Errorf("size query: %d %v", n, st)
+	}
+	if n, st := fs.GetXAttr(nil, &h, "user.k", make([]byte, 3)); st != fuse.ERANGE || n != 5 {
+		t.Errorf("short buffer: %d %v", n, st)
+	}
+	buf := make([]byte, 10)
+	if n, st := fs.GetXAttr(nil, &h, "user.k", buf); st != fuse.OK || string(buf[:n]) != "value" {
+		t.Errorf("get: %q %v", buf[:n], st)
+	}
+	if n, st := fs.ListXAttr(nil, &h, nil); st != fuse.OK || n != 7 {
+		t.Errorf("list size: %d %v", n, st)
+	}
+	if n, st := fs.ListXAttr(nil, &h, buf); st != fuse.OK || string(buf[:n]) != "user.k\x00" {
+		t.Errorf("list: %q %v", buf[:n], st)
+	}
+	if st := fs.SetXAttr(nil, &set, "security.selinux", []byte("x")); st != fuse.Status(syscall.EOPNOTSUPP) {
+		t.Errorf("security label without SecurityLabels: %v", st)
+	}
+}
+
+// TestCounters: every request is counted by opcode, errors apart, and
+// nothing stays in flight.
+func TestCounters(t *testing.T) {
+	fs := newTestFS(t)
+	f := fs.mkfile(t, 1, "f")
+	h := header(1)
+	var out fuse.EntryOut
+	fs.Lookup(nil, &h, "f", &out)
+	fs.Lookup(nil, &h, "missing", &out)
+	fs.Rmdir(nil, &h, "f") // ENOTDIR
+	fs.Forget(f.NodeId, 2)
+	l, _ := fs.reg.Snapshot().Layer(Layer)
+	for name, want := range map[string]uint64{
+		"op-LOOKUP": 2, "err-LOOKUP": 0, "op-MKNOD": 1, "op-RMDIR": 1, "err-RMDIR": 1, "op-FORGET": 1,
+	} {
+		if c, _ := l.Counter(name); c.Value != want {
+			t.Errorf("%s = %d, want %d", name, c.Value, want)
+		}
+	}
+	if r, _ := l.Type("request"); r.Live != 0 || r.Total != 5 {
+		t.Errorf("requests: %d in flight, %d in all; want 0 and 5", r.Live, r.Total)
+	}
+}
+
+// TestHotPathAllocations pins what the adapter adds to the cheapest
+// requests: nothing beyond what the volume call itself allocates.
+func TestHotPathAllocations(t *testing.T) {
+	fs := newTestFS(t)
+	f := fs.mkfile(t, 1, "f")
+	get := fuse.GetAttrIn{InHeader: header(f.NodeId)}
+	var aout fuse.AttrOut
+	if n := testing.AllocsPerRun(100, func() { fs.GetAttr(nil, &get, &aout) }); n != 0 {
+		t.Errorf("GETATTR: %v allocations, want 0", n)
+	}
+	h := header(1)
+	var eout fuse.EntryOut
+	n := testing.AllocsPerRun(100, func() { fs.Lookup(nil, &h, "f", &eout) })
+	if n != 0 {
+		t.Errorf("LOOKUP: %v allocations, want 0", n)
+	}
+	fs.Forget(f.NodeId, 102)
+}
+
+func TestOptions(t *testing.T) {
+	o, err := Options{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.EntryTimeout != time.Hour || o.AttrTimeout != time.Hour || o.NegativeTimeout != time.Hour ||
+		o.MaxWrite != 1<<20 || o.MaxBackground != 64 || o.MaxInflightRequestBytes != 64<<20 ||
+		o.FsName != "smallfs" || o.Logger == nil || o.Accounting != accounting.Default {
+		t.Errorf("defaults: %+v", o)
+	}
+	o, _ = Options{EntryTimeout: -1, AttrTimeout: 5 * time.Second}.withDefaults()
+	if o.EntryTimeout != 0 || o.AttrTimeout != 5*time.Second {
+		t.Errorf("timeouts: %v %v", o.EntryTimeout, o.AttrTimeout)
+	}
+	_, err = Options{MaxWrite: 10, MaxBackground: 1 << 20, MaxInflightRequestBytes: -1, ReadDirPlus: 7}.withDefaults()
+	if !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("bad options: %v", err)
+	}
+	for _, f := range []string{"MaxWrite", "MaxBackground", "MaxInflightRequestBytes", "ReadDirPlus"} {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("error does not name %s: %v", f, err)
+		}
+	}
+	mo := o.mountOptions()
+	if !slices.Contains(mo.Options, "default_permissions") || mo.AllowOther || mo.ExtraCapabilities&fuse.CAP_READDIRPLUS_AUTO == 0 {
+		t.Errorf("mount options: %+v", mo)
+	}
+	ro := Options{ReadOnly: true, NoDefaultPermissions: true, ReadDirPlus: ReadDirPlusNever}
+	mo = ro.mountOptions()
+	if !slices.Contains(mo.Options, "ro") || slices.Contains(mo.Options, "default_permissions") || !mo.DisableReadDirPlus {
+		t.Errorf("read-only mount options: %+v", mo)
+	}
+}
