@@ -103,8 +103,8 @@ func (c *checker) dirIndex(ino Ino, d *dir) {
 	if live != d.live {
 		c.add(ino, "counts %d entries, holds %d", d.live, live)
 	}
-	if d.index != nil && len(d.index) != live {
-		c.add(ino, "name index holds %d names for %d entries", len(d.index), live)
+	if d.index != nil && len(d.index)+len(d.clash) != live {
+		c.add(ino, "name index holds %d names for %d entries", len(d.index)+len(d.clash), live)
 	}
 }
 

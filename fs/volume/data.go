@@ -53,6 +53,9 @@ func (v *Volume) detach(n *inode) {
 	if n.x != nil && n.x.data != nil && n.opens == 0 && len(n.x.data.chunks) == 0 && !n.x.data.ahead.Load() {
 		n.x.data = nil
 		v.acct.files.Free(fileBytes)
+		if n.x.empty() {
+			n.x = nil // most files need none: see "# Memory" in doc.go
+		}
 	}
 }
 

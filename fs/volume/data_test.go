@@ -63,12 +63,18 @@ func TestWriteRead(t *testing.T) {
 		if got := readFile(t, v, a.Ino); !bytes.Equal(got, data) {
 			t.Fatalf("size %d: read back %d bytes, differ", size, len(got))
 		}
-		n := v.inodes.get(a.Ino)
-		inline := size > 0 && size <= DefaultInlineThreshold
-		if (n.x.inline != nil) != inline || (n.x.extents != nil) != (size > DefaultInlineThreshold) {
-			t.Fatalf("size %d: inline %d bytes, %d extents", size, len(n.x.inline), len(n.x.extents))
+		x := v.inodes.get(a.Ino).x
+		if size == 0 && x != nil {
+			t.Fatalf("empty closed file keeps an extension %+v", x)
 		}
-		if n.x.data != nil {
+		if x == nil {
+			x = &inodeExt{}
+		}
+		inline := size > 0 && size <= DefaultInlineThreshold
+		if (x.inline != nil) != inline || (x.extents != nil) != (size > DefaultInlineThreshold) {
+			t.Fatalf("size %d: inline %d bytes, %d extents", size, len(x.inline), len(x.extents))
+		}
+		if x.data != nil {
 			t.Fatalf("size %d: closed file keeps its open state", size)
 		}
 		if want := (uint64(size) + 4095) / 4096 * 8; !inline && must[Attr](t)(v.GetAttr(a.Ino)).Blocks != want {

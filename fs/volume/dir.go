@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"hash/maphash"
 	"sort"
 	"sync/atomic"
 )
@@ -14,6 +15,9 @@ const firstCookie = 3
 // smallDir is the largest directory searched by a linear scan; larger ones
 // get a hash index (see "# Memory" in doc.go for the figures behind it).
 const smallDir = 16
+
+// nameSeed seeds the name hashes of directory indexes (in memory only).
+var nameSeed = maphash.MakeSeed()
 
 // dent is one directory entry. An empty name marks a removed entry that has
 // not been compacted away yet.
@@ -33,43 +37,52 @@ type dref struct {
 // search and is unaffected by entries added or removed meanwhile; removal
 // leaves a hole that compaction reclaims once holes outnumber live entries
 // (amortised O(1)). Directories of more than smallDir entries also keep a
-// map from name, so a lookup costs the same in 10 or 10^6 entries.
+// hash index from name to position, so a lookup costs one hash, one map
+// probe and one comparison in 10 or 10^6 entries. The index is keyed by a
+// 64-bit hash of the name, not the name, to keep its slots at 16 bytes; the
+// rare name whose hash another name holds goes to clash.
 //
 // Guarded by Volume.mu.
 type dir struct {
 	parent Ino // ".."; the root is its own parent
 	ents   []dent
 	live   int
-	next   uint64 // cookie of the next entry
-	index  map[string]dref
-	cursor atomic.Uint64 // where the data of the next file placed goes
+	next   uint64            // cookie of the next entry
+	index  map[uint64]uint32 // name hash -> position in ents
+	clash  map[string]uint32 // name -> position, for names whose hash is taken
+	cursor atomic.Uint64     // where the data of the next file placed goes
 }
 
 func newDir(parent Ino) *dir { return &dir{parent: parent, next: firstCookie} }
 
 func (d *dir) empty() bool { return d.live == 0 }
 
-// lookup returns the entry called name.
-func (d *dir) lookup(name string) (dref, bool) {
-	if d.index != nil {
-		r, ok := d.index[name]
-		return r, ok
-	}
-	for i := range d.ents {
-		if d.ents[i].name == name {
-			return dref{d.ents[i].ino, d.ents[i].cookie}, true
+// pos returns the position of name in ents, or -1.
+func (d *dir) pos(name string) int {
+	if d.index == nil {
+		for i := range d.ents {
+			if d.ents[i].name == name {
+				return i
+			}
 		}
+		return -1
 	}
-	return dref{}, false
-}
-
-// find returns the position of cookie in ents, or -1.
-func (d *dir) find(cookie uint64) int {
-	i := sort.Search(len(d.ents), func(i int) bool { return d.ents[i].cookie >= cookie })
-	if i < len(d.ents) && d.ents[i].cookie == cookie {
-		return i
+	if p, ok := d.index[maphash.String(nameSeed, name)]; ok && d.ents[p].name == name {
+		return int(p)
+	}
+	if p, ok := d.clash[name]; ok {
+		return int(p)
 	}
 	return -1
+}
+
+// lookup returns the entry called name.
+func (d *dir) lookup(name string) (dref, bool) {
+	p := d.pos(name)
+	if p < 0 {
+		return dref{}, false
+	}
+	return dref{d.ents[p].ino, d.ents[p].cookie}, true
 }
 
 // insert adds name -> ino with the given cookie, replacing any entry of that
@@ -78,44 +91,66 @@ func (d *dir) find(cookie uint64) int {
 func (d *dir) insert(name string, ino Ino, cookie uint64) {
 	d.remove(name)
 	e := dent{cookie: cookie, ino: ino, name: name}
-	if n := len(d.ents); n == 0 || d.ents[n-1].cookie < cookie {
-		d.ents = append(d.ents, e)
-	} else {
-		i := sort.Search(n, func(i int) bool { return d.ents[i].cookie >= cookie })
-		if d.ents[i].cookie == cookie { // a hole left by a removed entry
-			d.ents[i] = e
-		} else {
+	i := len(d.ents)
+	shifted := false
+	if i > 0 && d.ents[i-1].cookie >= cookie {
+		i = sort.Search(len(d.ents), func(i int) bool { return d.ents[i].cookie >= cookie })
+		if d.ents[i].cookie != cookie { // else: the hole a removed entry left
 			d.ents = append(d.ents, dent{})
 			copy(d.ents[i+1:], d.ents[i:])
-			d.ents[i] = e
+			shifted = true
 		}
+		d.ents[i] = e
+	} else {
+		d.ents = append(d.ents, e)
 	}
 	d.live++
 	d.next = max(d.next, cookie+1)
-	if d.index != nil {
-		d.index[name] = dref{ino, cookie}
-	} else if d.live > smallDir {
-		d.index = make(map[string]dref, d.live)
-		for _, e := range d.ents {
-			if e.name != "" {
-				d.index[e.name] = dref{e.ino, e.cookie}
-			}
+	switch {
+	case shifted || d.index == nil && d.live > smallDir:
+		d.reindex()
+	case d.index != nil:
+		d.indexAdd(name, uint32(i))
+	}
+}
+
+func (d *dir) indexAdd(name string, p uint32) {
+	h := maphash.String(nameSeed, name)
+	if _, taken := d.index[h]; !taken {
+		d.index[h] = p
+		return
+	}
+	if d.clash == nil {
+		d.clash = make(map[string]uint32)
+	}
+	d.clash[name] = p
+}
+
+// reindex rebuilds the hash index after positions moved.
+func (d *dir) reindex() {
+	d.index, d.clash = make(map[uint64]uint32, d.live), nil
+	for i, e := range d.ents {
+		if e.name != "" {
+			d.indexAdd(e.name, uint32(i))
 		}
 	}
 }
 
 // remove deletes the entry called name; it reports whether there was one.
 func (d *dir) remove(name string) bool {
-	r, ok := d.lookup(name)
-	if !ok {
+	p := d.pos(name)
+	if p < 0 {
 		return false
 	}
-	i := d.find(r.cookie)
-	d.ents[i] = dent{cookie: r.cookie}
-	d.live--
 	if d.index != nil {
-		delete(d.index, name)
+		if _, ok := d.clash[name]; ok {
+			delete(d.clash, name)
+		} else {
+			delete(d.index, maphash.String(nameSeed, name))
+		}
 	}
+	d.ents[p] = dent{cookie: d.ents[p].cookie}
+	d.live--
 	if holes := len(d.ents) - d.live; holes > d.live && holes >= smallDir {
 		d.compact()
 	}
@@ -132,7 +167,9 @@ func (d *dir) compact() {
 	}
 	d.ents = live
 	if d.live <= smallDir/2 {
-		d.index = nil
+		d.index, d.clash = nil, nil
+	} else if d.index != nil {
+		d.reindex()
 	}
 }
 

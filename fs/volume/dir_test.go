@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"hash/maphash"
 	"strconv"
 	"testing"
 )
@@ -83,5 +84,32 @@ func TestLargeDirectory(t *testing.T) {
 	}
 	if d.index != nil || len(d.ents) > smallDir || d.live != 0 {
 		t.Fatalf("emptied directory keeps index %v and %d slots", d.index != nil, len(d.ents))
+	}
+}
+
+// TestDirHashClash makes two names share an index slot, as a 64-bit hash
+// collision would: both stay reachable and removable.
+func TestDirHashClash(t *testing.T) {
+	d := newDir(RootIno)
+	for i := range smallDir + 1 {
+		d.insert("n"+strconv.Itoa(i), Ino(100+i), uint64(firstCookie+i))
+	}
+	// Point the slot of "new" at "n0", as if their hashes were equal.
+	d.index[maphash.String(nameSeed, "new")] = 0
+	d.insert("new", 999, d.next)
+	if len(d.clash) != 1 {
+		t.Fatalf("clash map %v", d.clash)
+	}
+	if r, ok := d.lookup("new"); !ok || r.ino != 999 {
+		t.Fatalf("lookup of the clashing name: %v %v", r, ok)
+	}
+	if r, ok := d.lookup("n0"); !ok || r.ino != 100 {
+		t.Fatalf("lookup of the name holding the slot: %v %v", r, ok)
+	}
+	if !d.remove("new") || len(d.clash) != 0 {
+		t.Fatal("clashing name not removed")
+	}
+	if _, ok := d.lookup("new"); ok {
+		t.Fatal("removed name still found")
 	}
 }

@@ -63,6 +63,10 @@ func (n *inode) isDir() bool  { return n.mode&syscall.S_IFMT == syscall.S_IFDIR 
 func (n *inode) isReg() bool  { return n.mode&syscall.S_IFMT == syscall.S_IFREG }
 func (n *inode) isLink() bool { return n.mode&syscall.S_IFMT == syscall.S_IFLNK }
 
+func (x *inodeExt) empty() bool {
+	return x.dir == nil && x.target == "" && x.inline == nil && x.extents == nil && x.xattrs == nil && x.data == nil
+}
+
 func (n *inode) ext() *inodeExt {
 	if n.x == nil {
 		n.x = &inodeExt{}

@@ -126,6 +126,6 @@ func (n *inode) setXattr(name string, value []byte) {
 
 func (n *inode) removeXattr(name string) {
 	if i := n.xattrIndex(name); i >= 0 {
-		n.x.xattrs = slices.Delete(n.x.xattrs, i, i+1)
+		n.x.xattrs = nilIfEmpty(slices.Delete(n.x.xattrs, i, i+1))
 	}
 }

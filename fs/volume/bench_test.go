@@ -1,0 +1,192 @@
+package volume
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/smallfs/smallfs/fs/device"
+)
+
+var (
+	benchFiles = flag.Int("bench.files", 100000, "files of the small-file benchmark")
+	benchEmpty = flag.Int("bench.empty", 1000000, "files of the memory and open-time benchmarks")
+)
+
+// benchVolume makes a volume on a sparse image file of size bytes.
+func benchVolume(b *testing.B, size int64, opts Options) (*Volume, string) {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "img")
+	dev, err := device.Open(path, device.Options{Create: true, Size: size})
+	ok(b, err)
+	ok(b, Mkfs(dev, MkfsOptions{}))
+	v, err := Open(dev, opts)
+	ok(b, err)
+	b.Cleanup(func() { dev.Close() })
+	return v, path
+}
+
+// parallel runs fn(worker, i) for i in [0, n) on 2 goroutines, each with
+// its own half, and returns the operations per second.
+func parallel(b *testing.B, n int, fn func(w, i int) error) float64 {
+	b.Helper()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for w := range 2 {
+		wg.Go(func() {
+			for i := w; i < n; i += 2 {
+				if err := fn(w, i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		ok(b, err)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkSmallFiles is the in-process figure: 2 goroutines, each
+// in its own directory, create+write+close, read, stat and delete
+// -bench.files 4 KiB files. Run with -benchtime=1x.
+func BenchmarkSmallFiles(b *testing.B) {
+	n := *benchFiles
+	data := pattern(4096, 1)
+	for range b.N {
+		v, _ := benchVolume(b, int64(n)*4096*2+256<<20, Options{})
+		dirs := [2]Ino{}
+		for w := range 2 {
+			dirs[w] = must[Attr](b)(v.Mkdir(root, RootIno, "d"+strconv.Itoa(w), 0o755)).Ino
+		}
+		name := func(i int) string { return "f" + strconv.Itoa(i) }
+		create := parallel(b, n, func(w, i int) error {
+			_, h, err := v.Create(root, dirs[w], name(i), 0o644, syscall.O_WRONLY)
+			if err != nil {
+				return err
+			}
+			if _, err := h.WriteAt(data, 0); err != nil {
+				return err
+			}
+			return h.Release()
+		})
+		ok(b, v.Sync())
+		bufs := [2][]byte{make([]byte, 4096), make([]byte, 4096)}
+		read := parallel(b, n, func(w, i int) error {
+			a, err := v.Lookup(root, dirs[w], name(i))
+			if err != nil {
+				return err
+			}
+			h, err := v.OpenFile(a.Ino, syscall.O_RDONLY)
+			if err != nil {
+				return err
+			}
+			if k, err := h.ReadAt(bufs[w], 0); k != 4096 {
+				return fmt.Errorf("read %d bytes: %v", k, err)
+			}
+			return h.Release()
+		})
+		stat := parallel(b, n, func(w, i int) error {
+			_, err := v.Lookup(root, dirs[w], name(i))
+			return err
+		})
+		del := parallel(b, n, func(w, i int) error { return v.Unlink(root, dirs[w], name(i)) })
+		ok(b, v.Close())
+		b.ReportMetric(create, "creates/s")
+		b.ReportMetric(read, "reads/s")
+		b.ReportMetric(stat, "stats/s")
+		b.ReportMetric(del, "deletes/s")
+	}
+}
+
+// heapAfterGC returns the live heap after a full collection.
+func heapAfterGC() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkMemoryPerFile reports heap bytes per file, beyond the name, for
+// -bench.empty empty files in one directory and for -bench.files 4 KiB
+// files. Run with -benchtime=1x.
+func BenchmarkMemoryPerFile(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		size int
+	}{{"empty", *benchEmpty, 0}, {"4KiB", *benchFiles, 4096}} {
+		b.Run(tc.name, func(b *testing.B) {
+			data := pattern(tc.size, 1)
+			for range b.N {
+				v, _ := benchVolume(b, int64(tc.n)*(bytesPerInode+int64(tc.size))*2+256<<20, Options{CommitInterval: -1})
+				before := heapAfterGC()
+				names := 0
+				for i := range tc.n {
+					name := "f" + strconv.Itoa(i)
+					names += len(name)
+					_, h, err := v.Create(root, RootIno, name, 0o644, syscall.O_WRONLY)
+					ok(b, err)
+					if tc.size > 0 {
+						must[int](b)(h.WriteAt(data, 0))
+					}
+					ok(b, h.Release())
+				}
+				ok(b, v.Sync()) // the log's buffers are not per-file state
+				after := heapAfterGC()
+				b.ReportMetric((float64(after)-float64(before)-float64(names))/float64(tc.n), "B/file+name")
+				b.ReportMetric(float64(names)/float64(tc.n), "name-B/file")
+				ok(b, v.Close())
+			}
+		})
+	}
+}
+
+// BenchmarkOpen reports the open time of a volume of -bench.empty empty
+// files after a clean close and after a crash (the device left as the last
+// log sync made it). Run with -benchtime=1x.
+func BenchmarkOpen(b *testing.B) {
+	n := *benchEmpty
+	for range b.N {
+		v, path := benchVolume(b, int64(n)*bytesPerInode*2+256<<20, Options{CommitInterval: -1})
+		for i := range n {
+			must[Attr](b)(v.Mknod(root, RootIno, "f"+strconv.Itoa(i), 0o644, 0))
+		}
+		ok(b, v.Close())
+		clean := timeOpen(b, path, func(v *Volume) {
+			// Leave it as a crash would: changes synced to the log, no
+			// checkpoint, not clean.
+			for i := range n / 2 {
+				ok(b, v.Unlink(root, RootIno, "f"+strconv.Itoa(i)))
+			}
+			ok(b, v.Sync())
+		})
+		crashed := timeOpen(b, path, func(v *Volume) { ok(b, v.Close()) })
+		b.ReportMetric(clean.Seconds(), "s-open-clean")
+		b.ReportMetric(crashed.Seconds(), "s-open-after-crash")
+	}
+}
+
+// timeOpen opens the image at path, times it, then runs after on the
+// volume and closes the device (without closing the volume).
+func timeOpen(b *testing.B, path string, after func(*Volume)) time.Duration {
+	dev, err := device.Open(path, device.Options{})
+	ok(b, err)
+	start := time.Now()
+	v, err := Open(dev, Options{CommitInterval: -1})
+	took := time.Since(start)
+	ok(b, err)
+	after(v)
+	ok(b, dev.Close())
+	return took
+}
