@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/smallfs/smallfs/accounting"
 )
 
 func mustNew(t testing.TB, capacity uint64, used []Extent, opts Options) *Allocator {
@@ -270,4 +272,53 @@ func TestConcurrentUse(t *testing.T) {
 	if err := a.Check(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestAccounting(t *testing.T) {
+	reg := accounting.NewRegistry()
+	a := mustNew(t, 1<<20, nil, Options{Registry: reg})
+	live := func() int64 {
+		ts, _ := mustLayer(t, reg).Type("free-extent")
+		return ts.Live
+	}
+	var got []Extent
+	for i := range uint64(300) {
+		e, err := a.Alloc(i*1000, 10, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+	}
+	for _, e := range got[:100] {
+		if err := a.FreeDeferred(e, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := a.Usage()
+	if n := live(); n < int64(u.FreeExtents+u.PendingExtents)-accountBatch {
+		t.Errorf("accounting shows %d extents, allocator holds %d+%d: more than a batch behind", n, u.FreeExtents, u.PendingExtents)
+	}
+	a.Stats()
+	if n := live(); n != int64(u.FreeExtents+u.PendingExtents) {
+		t.Errorf("after Stats accounting shows %d extents, allocator holds %d+%d", n, u.FreeExtents, u.PendingExtents)
+	}
+	if _, err := a.Alloc(0, 1<<21, 1<<21); err == nil {
+		t.Fatal("allocated more than the device")
+	}
+	if c, _ := mustLayer(t, reg).Counter("enospc"); c.Value != 1 {
+		t.Errorf("enospc counter %d; want 1", c.Value)
+	}
+	a.Close()
+	if n := live(); n != 0 {
+		t.Errorf("after Close accounting shows %d extents", n)
+	}
+}
+
+func mustLayer(t *testing.T, reg *accounting.Registry) accounting.LayerStat {
+	t.Helper()
+	l, ok := reg.Snapshot().Layer("alloc")
+	if !ok {
+		t.Fatal("no alloc layer in accounting")
+	}
+	return l
 }

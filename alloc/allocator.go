@@ -20,6 +20,8 @@ type Allocator struct {
 	free    space
 	pending pending
 	stats   counters
+	meter   meter
+	closed  bool
 }
 
 // New returns an Allocator for a device of capacity blocks, all free.
@@ -53,7 +55,26 @@ func NewWithUsed(capacity uint64, used []Extent, opts Options) (*Allocator, erro
 		return nil, err
 	}
 	a.free.build(gaps(sorted, capacity))
+	a.meter = newMeter(opts.Registry)
+	a.account(true)
 	return a, nil
+}
+
+// account reports the extents held to accounting (a.mu held, or a not yet
+// shared).
+func (a *Allocator) account(force bool) {
+	if !a.closed {
+		a.meter.sync(int64(a.free.extents()+a.pending.set.len()), force)
+	}
+}
+
+// Close withdraws the Allocator's memory from accounting. The Allocator
+// still works afterwards, unaccounted; Close is for the end of a mount.
+func (a *Allocator) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.meter.sync(0, true)
+	a.closed = true
 }
 
 // overlaps returns an error naming the overlapping pairs of sorted extents.
@@ -131,11 +152,13 @@ func (a *Allocator) Alloc(hint, want, min uint64) (Extent, error) {
 	p, ok := a.free.near(hint, want, min, a.opts.WindowExtents, a.opts.WindowBlocks, &c)
 	a.stats.record(c, p, ok, hint)
 	if !ok {
+		a.meter.enospc.Inc()
 		largest, _ := a.free.bySize.largest()
 		return Extent{}, fmt.Errorf("alloc want %d min %d: largest free extent has %d blocks: %w",
 			want, min, largest.Len, ErrNoSpace)
 	}
 	a.free.carve(p.from, p.p)
+	a.account(false)
 	return p.p, nil
 }
 
@@ -160,6 +183,7 @@ func (a *Allocator) Free(e Extent) error {
 	if f, ok := a.free.add(e); !ok {
 		return fmt.Errorf("free: %w: %v overlaps free %v", ErrDoubleFree, e, f)
 	}
+	a.account(false)
 	return nil
 }
 
@@ -176,6 +200,7 @@ func (a *Allocator) FreeDeferred(e Extent, epoch uint64) error {
 		return fmt.Errorf("free deferred: %w", err)
 	}
 	a.pending.add(e, epoch)
+	a.account(false)
 	return nil
 }
 
@@ -208,6 +233,7 @@ func (a *Allocator) Commit(epoch uint64) {
 			panic(fmt.Sprintf("alloc: pending %v overlaps free %v", e, f))
 		}
 	})
+	a.account(false)
 }
 
 // Reserve marks e, which must be free, as used: a replay puts an extent
@@ -223,6 +249,7 @@ func (a *Allocator) Reserve(e Extent) error {
 		return fmt.Errorf("reserve: %w: %v", ErrNotFree, e)
 	}
 	a.free.carve(f, e)
+	a.account(false)
 	return nil
 }
 

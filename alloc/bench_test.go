@@ -9,7 +9,10 @@ import (
 
 // The workloads of ALLOCATOR.md, seeded, on 4 KiB blocks with an
 // allocation unit of one block. Scale with -alloc.capacity.
-var benchCapacity = flag.Uint64("alloc.capacity", 1<<20, "device size in blocks for benchmarks W1-W4 (W3 uses 4x)")
+var (
+	benchCapacity = flag.Uint64("alloc.capacity", 1<<20, "device size in blocks for benchmarks W1-W4 (W3 uses 4x)")
+	benchHints    = flag.String("alloc.hints", "zero", "hints of W1-W3: zero (as Ceph's tests) or random")
+)
 
 // runWorkload runs work once per b.N iteration on a fresh policy (seed i)
 // and reports the figures over all runs.
@@ -61,17 +64,24 @@ func forPolicies(b *testing.B, run func(b *testing.B, newPolicy func(uint64, []E
 // pow2Size returns one unit times 2^U{0..9}.
 func (h *harness) pow2Size() uint64 { return 1 << h.r.IntN(10) }
 
-func (h *harness) randomHint() uint64 { return h.r.Uint64N(h.capacity) }
+// hint is where W1-W3 ask for space: block 0, as Ceph's tests do, or with
+// -alloc.hints=random anywhere (no locality to keep, so a locality policy
+// splits free extents at random places).
+func (h *harness) hint() uint64 {
+	if *benchHints == "random" {
+		return h.r.Uint64N(h.capacity)
+	}
+	return 0
+}
 
-// fillTo requests sizes from next at random hints until fill of the device
-// is used.
+// fillTo requests sizes from next until fill of the device is used.
 func (h *harness) fillTo(fill float64, next func() uint64) {
 	for float64(h.used) < fill*float64(h.capacity) {
 		n := next()
 		if h.capacity-h.used < n {
 			return
 		}
-		h.keep(h.request(h.randomHint(), n))
+		h.keep(h.request(h.hint(), n))
 	}
 }
 
@@ -86,7 +96,7 @@ func BenchmarkW1Overwrite(b *testing.B) {
 					for written := uint64(0); written < 3*h.capacity; {
 						quota, n := h.pow2Size(), h.pow2Size()
 						if h.capacity-h.used >= n {
-							h.keep(h.request(h.randomHint(), n))
+							h.keep(h.request(h.hint(), n))
 							written += n
 						}
 						h.release(quota)
@@ -112,7 +122,7 @@ func BenchmarkW2SmallOverwrites(b *testing.B) {
 					for written := uint64(0); written < 5*h.capacity; {
 						q := 1 + h.r.Uint64N(16)
 						h.release(q)
-						h.keep(h.request(h.randomHint(), q))
+						h.keep(h.request(h.hint(), q))
 						written += q
 					}
 					h.score()
@@ -179,7 +189,7 @@ func w3(h *harness, high, low, leak int, size func(*harness) uint64) {
 			if h.capacity-h.used < n {
 				break
 			}
-			h.keep(h.request(h.randomHint(), n))
+			h.keep(h.request(h.hint(), n))
 			if h.r.IntN(100) < leak && len(h.live) > 0 {
 				h.release(h.live[h.r.IntN(len(h.live))].Len)
 			}
@@ -302,7 +312,7 @@ func BenchmarkW1Throughput(b *testing.B) {
 				hints := make([]uint64, len(sizes))
 				picks := make([]int, len(sizes))
 				for i := range sizes {
-					sizes[i], hints[i], picks[i] = h.pow2Size(), h.randomHint(), h.r.Int()
+					sizes[i], hints[i], picks[i] = h.pow2Size(), h.hint(), h.r.Int()
 				}
 				live := h.live
 				b.ResetTimer()

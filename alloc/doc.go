@@ -62,8 +62,10 @@
 //
 // An Allocator is safe for concurrent use. One sync.Mutex guards both
 // indexes, the pending extents and the counters; every method holds it for
-// its whole duration and calls nothing outside the package while holding
-// it. Validation of arguments happens before the lock is taken.
+// its whole duration. While holding it, the Allocator calls only google/btree
+// and the lock-free updates of package accounting, so its mutex is a leaf:
+// callers may hold their own locks around any method. Validation of
+// arguments happens before the lock is taken.
 //
 // # Errors
 //
@@ -75,6 +77,22 @@
 // [ErrCapacity], [ErrOptions]. A hint past the end of the device means the
 // last block. Internal inconsistencies are bugs: [Allocator.Check] reports
 // them, and builds with the invariants tag panic on them.
+//
+// # Memory and accounting
+//
+// Each free extent costs 8 bytes of key in each index plus its share of the
+// B-tree nodes (degree 32: 31 to 63 keys in a 64-key array, and a 56-byte
+// node). [NewWithUsed] inserts even-indexed extents, then odd ones, which
+// leaves nodes about 97 % full: 19 bytes per free extent for both indexes at
+// 10^6 extents. Churn (splits and merges at random places) settles nodes
+// near 2/3 full: 28-33 bytes per extent in the aging workloads. A pending
+// extent costs a key in a third B-tree plus 16 bytes in its epoch's list.
+//
+// The Allocator reports to package accounting ([Options].Registry, layer
+// "alloc"): type "free-extent" counts free and pending extents at an
+// estimated 24 bytes each, brought up to date whenever the count has drifted
+// by 64, and by Stats; counter "enospc" counts failed Alloc calls. Close
+// withdraws the extents from accounting at the end of a mount.
 //
 // # Fragmentation
 //

@@ -3,6 +3,8 @@ package alloc
 import (
 	"errors"
 	"fmt"
+
+	"github.com/smallfs/smallfs/accounting"
 )
 
 // Options tune an Allocator. The zero value gives the defaults below.
@@ -17,6 +19,9 @@ type Options struct {
 	// BlockSize is the size of a block in bytes. It only weighs extents in
 	// the fragmentation score, whose scale is in bytes. Default 4096.
 	BlockSize uint64
+	// Registry receives the memory the Allocator holds (layer "alloc",
+	// type "free-extent") and its ENOSPC count. Default accounting.Default.
+	Registry *accounting.Registry
 }
 
 const (

@@ -2,14 +2,20 @@ package alloc
 
 import "math/bits"
 
-// Stats describes free space and the work done so far.
-type Stats struct {
+// Usage is how much space is free and pending: the part of Stats that is
+// cheap to get.
+type Usage struct {
 	Capacity       uint64 // blocks on the device
 	FreeBlocks     uint64 // allocatable blocks
 	FreeExtents    uint64 // allocatable extents
 	LargestFree    uint64 // blocks in the largest free extent
 	PendingBlocks  uint64 // freed under epochs not yet committed: not free
 	PendingExtents uint64
+}
+
+// Stats describes free space and the work done so far.
+type Stats struct {
+	Usage
 
 	// Score is Ceph's fragmentation score of free space, from 0 (one
 	// extent) to 1 (every extent one block).
@@ -50,28 +56,45 @@ func (s *counters) record(c cost, p pick, ok bool, hint uint64) {
 	}
 }
 
-// Stats returns the figures of free space. It walks every free extent, so
-// it costs O(free extents) under the lock: for a monitor, not a hot path.
-func (a *Allocator) Stats() Stats {
+// Usage returns the free and pending space in O(log free extents): for
+// statfs.
+func (a *Allocator) Usage() Usage {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st := Stats{
+	return a.usage()
+}
+
+func (a *Allocator) usage() Usage {
+	u := Usage{
 		Capacity:       a.capacity,
 		FreeBlocks:     a.free.blocks,
 		FreeExtents:    uint64(a.free.extents()),
 		PendingBlocks:  a.pending.blocks,
 		PendingExtents: uint64(a.pending.set.len()),
-		Calls:          a.stats.calls,
-		Failed:         a.stats.failed,
-		AtHint:         a.stats.atHint,
-		Near:           a.stats.near,
-		Visits:         a.stats.visits,
-		Seeks:          a.stats.seeks,
-		MaxVisits:      a.stats.maxVis,
-		MaxSeeks:       a.stats.maxSeeks,
 	}
 	if l, ok := a.free.bySize.largest(); ok {
-		st.LargestFree = l.Len
+		u.LargestFree = l.Len
+	}
+	return u
+}
+
+// Stats returns the figures of free space. It walks every free extent, so
+// it costs O(free extents) under the lock: for a monitor, not a hot path.
+// It also brings accounting up to date.
+func (a *Allocator) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.account(true)
+	st := Stats{
+		Usage:     a.usage(),
+		Calls:     a.stats.calls,
+		Failed:    a.stats.failed,
+		AtHint:    a.stats.atHint,
+		Near:      a.stats.near,
+		Visits:    a.stats.visits,
+		Seeks:     a.stats.seeks,
+		MaxVisits: a.stats.maxVis,
+		MaxSeeks:  a.stats.maxSeeks,
 	}
 	st.Score = FragmentationScore(func(yield func(uint64) bool) {
 		for e := range a.free.byOff.all() {

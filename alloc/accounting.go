@@ -1,0 +1,46 @@
+package alloc
+
+import "github.com/smallfs/smallfs/accounting"
+
+// extentBytes is what one free or pending extent is accounted at: an
+// estimate, since google/btree does not report its nodes. Both indexes
+// together measure about 19 bytes per extent right after NewWithUsed and
+// 28-33 bytes after long churn (see "Memory" in doc.go); 24 is the middle.
+const extentBytes = 24
+
+// accountBatch is how far the extent count may drift from what accounting
+// shows before it is brought up to date. Alloc and Free mostly add and
+// remove extents in turn, so the drift cancels and the atomic updates of
+// accounting stay off the hot path.
+const accountBatch = 64
+
+// meter reports the extents an Allocator holds to accounting, in batches.
+type meter struct {
+	rec      *accounting.Record
+	enospc   *accounting.Counter
+	reported int64 // extents accounting shows
+}
+
+func newMeter(reg *accounting.Registry) meter {
+	if reg == nil {
+		reg = accounting.Default
+	}
+	l := reg.Layer("alloc")
+	return meter{rec: l.FixedType("free-extent", extentBytes), enospc: l.Counter("enospc")}
+}
+
+// sync brings accounting to n extents if it is accountBatch away, or always
+// when force is set.
+func (m *meter) sync(n int64, force bool) {
+	d := n - m.reported
+	if !force && d < accountBatch && d > -accountBatch {
+		return
+	}
+	for ; d > 0; d-- {
+		m.rec.Alloc(extentBytes)
+	}
+	for ; d < 0; d++ {
+		m.rec.Free(extentBytes)
+	}
+	m.reported = n
+}
