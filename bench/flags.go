@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// config is the parsed command line.
+type config struct {
+	w           Workload
+	sizes       []int64
+	rounds      int
+	targets     []string
+	pools       bool
+	jsonPath    string
+	svgPath     string
+	scratch     string
+	smallfsBin  string
+	smallfsOpts string
+	base        string
+}
+
+// DefaultTargets are what `smallfs bench` compares without arguments.
+var DefaultTargets = []string{"smallfs", "loopback", "ext4-loop"}
+
+const usage = `Usage: smallfs bench [FLAGS] [TARGET...]
+
+Runs a smallfile-style sequence (create, read, append, stat, chmod, ls-l,
+setxattr, getxattr, rename, delete-renamed, mkdir, rmdir, swift-put,
+cleanup) on each TARGET, interleaved over the rounds, and prints the median
+files/s per operation, the spread between rounds, and the ratio of the base
+target (smallfs) to each other one.
+
+Targets (default: smallfs loopback ext4-loop):
+  smallfs     mkfs an image in the scratch directory, mount it, run,
+              unmount, fsck it (a run that leaves it unclean fails)
+  loopback    go-fuse's passthrough filesystem over an ext4 loop image
+              (over the scratch directory where loop mounts are refused)
+  ext4-loop   kernel ext4 on a loop-mounted image (needs root)
+  tmpfs       kernel tmpfs (needs root)
+  DIRECTORY   an existing directory: whatever is mounted there
+
+Flags:
+`
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("smallfs bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	fs.IntVar(&c.w.Threads, "threads", 2, "worker threads")
+	fs.IntVar(&c.w.Files, "files", 5000, "files per thread")
+	sizes := fs.String("sizes", "4K,64K", "file sizes, comma-separated (K, M suffixes)")
+	fs.IntVar(&c.w.FilesPerDir, "files-per-dir", 100, "files in one directory")
+	fs.BoolVar(&c.w.Fsync, "fsync", false, "fsync every file in create and append (fs_mark-like)")
+	fs.IntVar(&c.w.XattrSize, "xattr-size", 64, "bytes of the xattr value")
+	noVerify := fs.Bool("no-verify", false, "do not check the bytes read back")
+	fs.IntVar(&c.rounds, "rounds", 3, "rounds; each runs every size on every target")
+	fs.BoolVar(&c.pools, "pools", false, "also run smallfs with -o "+PoolOption+" (target smallfs-nopool)")
+	fs.StringVar(&c.jsonPath, "json", "", "write the full report as JSON to `FILE`")
+	fs.StringVar(&c.svgPath, "svg", "", "write a chart of files/s per operation as SVG to `FILE`")
+	fs.StringVar(&c.scratch, "scratch", "", "make the scratch directory in `DIR` (default $TMPDIR)")
+	fs.StringVar(&c.smallfsBin, "smallfs-bin", "", "smallfs executable to drive (default: this one, or built from the source)")
+	fs.StringVar(&c.smallfsOpts, "smallfs-opts", "", "extra -o mount options for smallfs")
+	fs.StringVar(&c.base, "base", "", "target the ratios are of (default smallfs, else the first)")
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	c.w.NoVerify = *noVerify
+	c.targets = fs.Args()
+	if len(c.targets) == 0 {
+		c.targets = DefaultTargets
+	}
+	var errs []string
+	var err error
+	if c.sizes, err = parseSizes(*sizes); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if c.rounds < 1 || c.rounds > 100 {
+		errs = append(errs, fmt.Sprintf("rounds %d: want 1 to 100", c.rounds))
+	}
+	if err := c.w.validate(); err != nil {
+		errs = append(errs, strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrUsage, strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+// parseSizes reads "4K,64K": byte counts with an optional binary suffix.
+func parseSizes(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		shift := 0
+		if n := len(f); n > 0 {
+			if i := strings.IndexByte("KMG", f[n-1]&^0x20); i >= 0 {
+				shift, f = 10*(i+1), f[:n-1]
+			}
+		}
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || v < 0 || v > maxSize>>shift {
+			return nil, fmt.Errorf("sizes %q: want sizes from 0 to 1G such as 4K,64K", s)
+		}
+		out = append(out, v<<shift)
+	}
+	return out, nil
+}

@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/smallfs/smallfs/accounting"
+)
+
+// PoolOption is the mount option the bench passes to run smallfs with
+// iobuf pooling off. The bench looks for it in `smallfs mount --help` and
+// reports the pools' gain as n/a until the command offers it.
+const PoolOption = "iobuf_pool=off"
+
+// smallfsTarget drives the real command: mkfs an image, mount it (the
+// daemon goes to the background), read its figures with `smallfs stats
+// --json`, unmount, and fsck.
+type smallfsTarget struct {
+	name string
+	bin  string
+	opts string // extra -o options
+	s    *scratch
+	img  string
+	mnt  string
+	pid  int
+	// mounted is set once the mount command succeeded: only then is
+	// there a daemon to wait for and an image to check.
+	mounted bool
+}
+
+func newSmallfs(name, bin, opts string, s *scratch) *smallfsTarget {
+	return &smallfsTarget{name: name, bin: bin, opts: opts, s: s}
+}
+
+func (t *smallfsTarget) Name() string { return t.name }
+func (t *smallfsTarget) Detail() string {
+	d := "smallfs on an image file (" + t.bin + ")"
+	if t.opts != "" {
+		d += ", -o " + t.opts
+	}
+	return d
+}
+
+func (t *smallfsTarget) Mount(ctx context.Context, space int64) (string, error) {
+	t.img = t.s.path(t.name, ".img")
+	t.mnt = strings.TrimSuffix(t.img, ".img")
+	if _, err := command(ctx, 5*time.Minute, t.bin, "mkfs", "--size", strconv.FormatInt(space, 10), t.img); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrTarget, err)
+	}
+	if err := mkdirFresh(t.mnt); err != nil {
+		return "", err
+	}
+	opts := "log_file=" + t.mnt + ".log"
+	if t.opts != "" {
+		opts += "," + t.opts
+	}
+	if _, err := command(ctx, time.Minute, t.bin, t.img, t.mnt, "-o", opts); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrTarget, err)
+	}
+	t.mounted = true
+	if st, err := t.stats(); err == nil {
+		t.pid = st.Pid
+	}
+	return t.mnt, nil
+}
+
+// daemonStats is the part of `smallfs stats --json` the bench reads.
+type daemonStats struct {
+	Pid        int                 `json:"pid"`
+	Accounting accounting.Snapshot `json:"accounting"`
+}
+
+func (t *smallfsTarget) stats() (daemonStats, error) {
+	var st daemonStats
+	out, err := command(context.Background(), 30*time.Second, t.bin, "stats", "--json", t.mnt)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		return st, fmt.Errorf("smallfs stats --json: %w", err)
+	}
+	return st, nil
+}
+
+// Sample reads the daemon's FUSE request counters (layer "fuse", counters
+// "op-OPCODE") and its CPU and memory from /proc. Reading them sends no
+// request to the mount: stats reaches the daemon over its control socket.
+func (t *smallfsTarget) Sample() Sample {
+	s := Sample{Pid: t.pid}
+	st, err := t.stats()
+	if err != nil {
+		s.Err = err
+		readProc(&s)
+		return s
+	}
+	if st.Pid > 0 {
+		s.Pid, t.pid = st.Pid, st.Pid
+	}
+	if layer, ok := st.Accounting.Layer("fuse"); ok {
+		s.Requests = map[string]uint64{}
+		for _, c := range layer.Counters {
+			if op, ok := strings.CutPrefix(c.Name, "op-"); ok {
+				s.Requests[op] = c.Value
+			}
+		}
+	}
+	readProc(&s)
+	return s
+}
+
+// Unmount unmounts, waits for the daemon to write its checkpoint and
+// exit, and runs fsck. An image fsck does not call clean is kept beside
+// the scratch directory, with the daemon's log, and the run fails.
+func (t *smallfsTarget) Unmount() error {
+	if t.mnt == "" {
+		return nil
+	}
+	defer func() { t.img, t.mnt, t.pid, t.mounted = "", "", 0, false }()
+	if !t.mounted {
+		return t.removeFiles()
+	}
+	err := unmount(t.mnt)
+	if t.pid > 0 && !waitGone(t.pid, 2*time.Minute) {
+		err = errors.Join(err, fmt.Errorf("%w: daemon %d still running 2 minutes after unmount", ErrTarget, t.pid))
+	}
+	if err != nil {
+		return err
+	}
+	out, ferr := command(context.Background(), 10*time.Minute, t.bin, "fsck", t.img)
+	if ferr != nil {
+		kept := filepath.Join(filepath.Dir(t.s.dir), fmt.Sprintf("smallfs-bench-%s-%s.img", t.name, time.Now().Format("20060102-150405")))
+		if rerr := os.Rename(t.img, kept); rerr != nil {
+			kept = t.img + " (could not keep it: " + rerr.Error() + ")"
+		}
+		_ = os.Rename(t.mnt+".log", strings.TrimSuffix(kept, ".img")+".log")
+		return fmt.Errorf("%w: %s: %s; image kept at %s", ErrCorrupt, t.name, strings.Join(strings.Fields(out), " "), kept)
+	}
+	return t.removeFiles()
+}
+
+// removeFiles removes the mount point, image and log, whichever exist.
+func (t *smallfsTarget) removeFiles() error {
+	var errs []error
+	for _, p := range []string{t.mnt, t.img, t.mnt + ".log"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// smallfsBinary returns the smallfs command to drive: this executable when
+// it is smallfs, else one built from the module source in the current
+// directory into the scratch directory.
+func smallfsBinary(ctx context.Context, s *scratch) (string, error) {
+	if self, err := os.Executable(); err == nil && filepath.Base(self) == "smallfs" {
+		return self, nil
+	}
+	bin := filepath.Join(s.dir, "smallfs")
+	if _, err := command(ctx, 10*time.Minute, "go", "build", "-o", bin, "github.com/smallfs/smallfs/cmd/smallfs"); err != nil {
+		return "", fmt.Errorf("%w: building smallfs (run inside the source tree, or pass --smallfs-bin): %w", ErrTarget, err)
+	}
+	return bin, nil
+}
+
+// offersPoolOption tells whether bin's mount options include PoolOption.
+func offersPoolOption(ctx context.Context, bin string) bool {
+	out, _ := command(ctx, 30*time.Second, bin, "mount", "--help")
+	name, _, _ := strings.Cut(PoolOption, "=")
+	return strings.Contains(out, "\n  "+name+"=")
+}
