@@ -3,6 +3,7 @@ package main
 import (
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/smallfs/smallfs/fs/device"
 )
@@ -71,6 +72,8 @@ func TestLockedDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
+	defer func(d time.Duration) { lockWait = d }(lockWait)
+	lockWait = 50 * time.Millisecond // the lock is held by this test, not a closing daemon
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,8 +16,8 @@ import (
 )
 
 // The fsck and info fixtures are small images kept gzipped in testdata.
-// TestFixtures rewrites them under -update; without it, it only checks
-// that each one exists.
+// TestFixtures rewrites them under -fixtures (then rerun with -update: the
+// goldens depend on them); without it, it only checks that each exists.
 //
 //	clean      files, a directory, a hard link, a symlink; closed cleanly
 //	unclean    as clean plus a file committed to the log, never closed
@@ -33,10 +34,12 @@ var fixtures = map[string]func(t *testing.T, path string){
 
 const fixtureSize = 4 << 20
 
+var remakeFixtures = flag.Bool("fixtures", false, "rewrite testdata/*.img.gz")
+
 func TestFixtures(t *testing.T) {
 	for name, make := range fixtures {
 		gz := filepath.Join("testdata", name+".img.gz")
-		if !*update {
+		if !*remakeFixtures {
 			if _, err := os.Stat(gz); err != nil {
 				t.Errorf("fixture %s: %v (run with -update)", name, err)
 			}

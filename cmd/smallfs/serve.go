@@ -23,6 +23,12 @@ import (
 // as the background daemon. It returns the one-line error of a mount that
 // failed, or of a close that left the device unclean.
 func (a *app) serve(p mountopt.Args) error {
+	// Signals are caught from the start: a SIGUSR1 or SIGTERM arriving
+	// while the volume opens must not kill the process with the default
+	// action; it waits in the channel until the mount is ready.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	var err error
 	if p, err = absolute(p); err != nil {
 		return err
@@ -47,9 +53,6 @@ func (a *app) serve(p mountopt.Args) error {
 		return err
 	}
 	m := &mounted{p: p, sess: sess, log: log, mlog: mlog, started: time.Now(), background: a.notifier != nil}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	return m.run(sigs, a.notifier)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
+	"github.com/smallfs/smallfs/fs/fuse"
 )
 
 // snapshot gathers the daemon's figures; it runs for every stats request
@@ -35,7 +36,7 @@ func (m *mounted) snapshot() control.Stats {
 // opsFrom reads the FUSE adapter's per-opcode counters ("op-NAME" and
 // "err-NAME" in its accounting layer); opcodes never seen are left out.
 func opsFrom(s accounting.Snapshot) []control.Op {
-	l, ok := s.Layer(fuseLayer)
+	l, ok := s.Layer(fuse.Layer)
 	if !ok {
 		return nil
 	}
@@ -95,6 +96,3 @@ func writeDump(path string, st control.Stats) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
-
-// fuseLayer is the FUSE adapter's accounting layer (fs/fuse.Layer).
-const fuseLayer = "fuse"

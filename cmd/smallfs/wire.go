@@ -8,19 +8,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/overlay"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/volume"
 )
-
-// errNotWired is returned while fs/fuse is not in the tree.
-var errNotWired = errors.New("mounting needs the FUSE adapter (fs/fuse), which is not in the tree yet")
-
-// openSession opens the device and the volume and mounts them.
-func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
-	return nil, errNotWired
-}
 
 // quiet is the logger of offline tools: the volume's lifecycle lines would
 // only clutter a report.

@@ -37,22 +37,42 @@ func Find(dir string) (Mount, error) {
 }
 
 func find(r io.Reader, dir string) (Mount, error) {
-	var found Mount
-	ok := false
+	all, err := parseAll(r)
+	if err != nil {
+		return Mount{}, err
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Mountpoint == dir {
+			return all[i], nil
+		}
+	}
+	return Mount{}, fmt.Errorf("%s: %w", dir, ErrNotMounted)
+}
+
+// All returns every mount, in the kernel's order (a mount stacked on
+// another comes after it).
+func All() ([]Mount, error) {
+	f, err := os.Open(Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseAll(f)
+}
+
+func parseAll(r io.Reader) ([]Mount, error) {
+	var all []Mount
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		if m, good := parse(sc.Text()); good && m.Mountpoint == dir {
-			found, ok = m, true
+		if m, ok := parse(sc.Text()); ok {
+			all = append(all, m)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return Mount{}, fmt.Errorf("read %s: %w", Path, err)
+		return nil, fmt.Errorf("read %s: %w", Path, err)
 	}
-	if !ok {
-		return Mount{}, fmt.Errorf("%s: %w", dir, ErrNotMounted)
-	}
-	return found, nil
+	return all, nil
 }
 
 func parse(line string) (Mount, bool) {

@@ -32,6 +32,13 @@ func TestFind(t *testing.T) {
 	}
 }
 
+func TestParseAll(t *testing.T) {
+	all, err := parseAll(strings.NewReader(table))
+	if err != nil || len(all) != 4 || all[3].Source != "/tmp/c.img" {
+		t.Errorf("parseAll = %+v, %v; want 4 mounts, garbage skipped", all, err)
+	}
+}
+
 func TestUnescape(t *testing.T) {
 	for in, want := range map[string]string{
 		`plain`: "plain", `a\040b`: "a b", `tab\011`: "tab\t", `\134`: `\`, `end\04`: `end\04`, `\999`: `\999`,

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountinfo"
+)
+
+// The end-to-end tests build the command and mount for real. They need
+// root, /dev/fuse and fuse3's helpers; elsewhere, and under -short, they
+// are skipped.
+
+// e2e is one test's world: the binary, a run directory, a scratch dir.
+type e2e struct {
+	t   *testing.T
+	bin string
+	dir string
+	env []string
+}
+
+var builtBinary string // built once per test binary run
+
+func newE2E(t *testing.T) *e2e {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("mounts for real; skipped under -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	for _, need := range []string{"/dev/fuse", "/sbin/mount.fuse3"} {
+		if _, err := os.Stat(need); err != nil {
+			t.Skipf("%s missing", need)
+		}
+	}
+	if builtBinary == "" {
+		dir, err := os.MkdirTemp("", "smallfs-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "smallfs")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		builtBinary = bin
+	}
+	dir := t.TempDir()
+	return &e2e{t: t, bin: builtBinary, dir: dir,
+		env: append(os.Environ(), control.EnvRunDir+"="+filepath.Join(dir, "run"))}
+}
+
+// run runs the command and returns its exit code and combined output,
+// with the scratch directory shown as $TMP.
+func (e *e2e) run(args ...string) (int, string) {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, args...)
+	cmd.Env = e.env
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("%v: %v", args, err)
+	}
+	return code, strings.ReplaceAll(string(out), e.dir, "$TMP")
+}
+
+// must runs the command and fails the test unless it exits 0.
+func (e *e2e) must(args ...string) string {
+	e.t.Helper()
+	code, out := e.run(args...)
+	if code != 0 {
+		e.t.Fatalf("smallfs %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+func (e *e2e) path(name string) string { return filepath.Join(e.dir, name) }
+
+// image makes a 64 MiB filesystem and an empty mount point.
+func (e *e2e) image() (img, mnt string) {
+	e.t.Helper()
+	img, mnt = e.path("img"), e.path("mnt")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	e.must("mkfs", "--size", "64M", img)
+	return img, mnt
+}
+
+// mounted registers an unmount for mnt that runs even if the test fails,
+// and waits for the daemon to end.
+func (e *e2e) mounted(mnt string) {
+	e.t.Cleanup(func() {
+		if _, err := mountinfo.Find(mnt); err != nil {
+			return
+		}
+		pid := e.daemonPid(mnt)
+		if err := exec.Command("umount", mnt).Run(); err != nil {
+			_ = exec.Command("fusermount3", "-u", "-z", mnt).Run()
+		}
+		waitGone(e.t, pid)
+	})
+}
+
+// daemonPid asks the daemon serving mnt for its pid.
+func (e *e2e) daemonPid(mnt string) int {
+	e.t.Helper()
+	st := e.stats(mnt)
+	return st.Pid
+}
+
+func (e *e2e) stats(mnt string) control.Stats {
+	e.t.Helper()
+	var st control.Stats
+	if err := json.Unmarshal([]byte(e.must("stats", "--json", mnt)), &st); err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// waitGone waits until process pid has exited.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("daemon %d still running 10s later", pid)
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestE2EMountWriteRemount: mount in the background, write, umount, fsck
+// clean, remount, read back; stats shows the work.
+func TestE2EMountWriteRemount(t *testing.T) {
+	e := newE2E(t)
+	img, mnt := e.image()
+	e.must(img, mnt, "-o", "noatime,log_file="+e.path("log"))
+	e.mounted(mnt)
+
+	big := bytes.Repeat([]byte("0123456789abcdef"), 20000) // 320 KB: blocks, not inline
+	if err := os.Mkdir(filepath.Join(mnt, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(mnt, "dir", "big"), big)
+	for _, name := range []string{"a", "b", "c"} {
+		writeFile(t, filepath.Join(mnt, name), []byte("file "+name+"\n"))
+	}
+
+	st := e.stats(mnt)
+	ops := map[string]uint64{}
+	for _, op := range st.Ops {
+		ops[op.Name] = op.Count
+	}
+	if ops["CREATE"] < 4 || ops["WRITE"] < 4 || ops["MKDIR"] != 1 {
+		t.Errorf("operations %v: want CREATE>=4 WRITE>=4 MKDIR=1", ops)
+	}
+	if st.Space == nil || st.Space.Files-st.Space.FilesFree < 6 {
+		t.Errorf("space %+v: want at least 6 inodes in use", st.Space)
+	}
+	if st.Runtime.HeapBytes == 0 || len(st.Accounting.Layers) == 0 {
+		t.Errorf("no runtime or accounting figures: %+v", st)
+	}
+	if out := e.must("stats", "--watch", "--count", "2", "--interval", "50ms", mnt); strings.Count(out, "operations") != 2 || !strings.Contains(out, "per second") {
+		t.Errorf("stats --watch:\n%s", out)
+	}
+
+	pid := st.Pid
+	if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("umount: %v\n%s", err, out)
+	}
+	waitGone(t, pid)
+	if out := e.must("fsck", img); !strings.HasSuffix(out, ": clean\n") {
+		t.Errorf("fsck after umount:\n%s", out)
+	}
+	if out := e.must("info", img); !strings.Contains(out, "state       clean") {
+		t.Errorf("info after umount:\n%s", out)
+	}
+	log := string(readFile(t, e.path("log")))
+	for _, want := range []string{"msg=mounting", "options=\"rw,nodev,nosuid,noatime,", "msg=ready", "unmounted; device marked clean"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+
+	e.must("mount", "--read-only", img, mnt)
+	e.mounted(mnt)
+	if got := readFile(t, filepath.Join(mnt, "dir", "big")); !bytes.Equal(got, big) {
+		t.Errorf("big file differs after remount (%d bytes)", len(got))
+	}
+	if got := string(readFile(t, filepath.Join(mnt, "b"))); got != "file b\n" {
+		t.Errorf("b = %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "d"), nil, 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("create on a read-only mount: %v, want EROFS", err)
+	}
+}
+
+// TestE2EMountErrors: every way a mount fails gives one line and the
+// helper's exit code 32, and leaves nothing mounted.
+func TestE2EMountErrors(t *testing.T) {
+	e := newE2E(t)
+	img, mnt := e.image()
+	writeFile(t, e.path("file"), nil)
+	writeFile(t, e.path("zeros.img"), make([]byte, 1<<20))
+	newer := newerFormatImage(t, e.dir)
+
+	e.must(img, mnt)
+	e.mounted(mnt)
+	if err := os.MkdirAll(e.path("mnt2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"e2e-device-missing", []string{e.path("nope.img"), e.path("mnt2")}},
+		{"e2e-not-smallfs", []string{e.path("zeros.img"), e.path("mnt2")}},
+		{"e2e-newer-format", []string{newer, e.path("mnt2")}},
+		{"e2e-mountpoint-missing", []string{img, e.path("nowhere")}},
+		{"e2e-mountpoint-not-dir", []string{img, e.path("file")}},
+		{"e2e-already-mounted", []string{img, e.path("mnt2")}},
+		{"e2e-mountpoint-busy", []string{e.path("zeros.img"), mnt}},
+		{"e2e-fsck-mounted", []string{"fsck", img}},
+		{"e2e-mount-flags-form", []string{"mount", img, e.path("mnt2")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out := e.run(tc.args...)
+			golden(t, tc.name, code, out, "")
+		})
+	}
+	if _, err := mountinfo.Find(e.path("mnt2")); err == nil {
+		t.Error("a failed mount left something mounted on mnt2")
+	}
+}
+
+// TestE2EForegroundSignals: -f serves in the foreground; SIGTERM ends it
+// with status 0 and a clean device, even with a file open (the mount is
+// detached and the daemon finishes once the file is closed).
+func TestE2EForegroundSignals(t *testing.T) {
+	e := newE2E(t)
+	img, mnt := e.image()
+	for _, withOpenFile := range []bool{false, true} {
+		cmd := exec.Command(e.bin, img, mnt, "-f")
+		cmd.Env = e.env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		e.mounted(mnt)
+		waitReady(t, e, mnt)
+		var f *os.File
+		if withOpenFile {
+			var err error
+			if f, err = os.Create(filepath.Join(mnt, "open")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte("written before SIGTERM\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		dump := filepath.Join(e.dir, "run", "smallfs-"+strconv.Itoa(cmd.Process.Pid)+".dump")
+		waitFor(t, func() bool { _, err := os.Stat(dump); return err == nil })
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if f != nil {
+			waitFor(t, func() bool { _, err := mountinfo.Find(mnt); return err != nil }) // detached
+			f.Write([]byte("written after the detach\n"))
+			f.Close()
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("daemon after SIGTERM (open file %v): %v\n%s", withOpenFile, err, stderr.String())
+		}
+		if out := e.must("fsck", img); !strings.HasSuffix(out, ": clean\n") {
+			t.Errorf("fsck after SIGTERM (open file %v):\n%s", withOpenFile, out)
+		}
+		if !strings.Contains(stderr.String(), "unmounted; device marked clean") {
+			t.Errorf("foreground log (stderr):\n%s", stderr.String())
+		}
+	}
+	e.must(img, mnt)
+	e.mounted(mnt)
+	if got := string(readFile(t, filepath.Join(mnt, "open"))); got != "written before SIGTERM\nwritten after the detach\n" {
+		t.Errorf("file open across SIGTERM holds %q", got)
+	}
+}
+
+// waitReady waits until the daemon on mnt answers stats, which it does
+// once it reported ready.
+func waitReady(t *testing.T, e *e2e, mnt string) {
+	t.Helper()
+	waitFor(t, func() bool { code, _ := e.run("stats", mnt); return code == 0 })
+}
+
+// TestE2EMountHelper runs mount(8) itself: -t fuse.smallfs, the old
+// fuse smallfs#DEVICE form and an fstab line. mount(8) runs helpers with
+// a fixed PATH, so the test works in a private mount namespace where its
+// binary is bind-mounted over /usr/local/bin.
+func TestE2EMountHelper(t *testing.T) {
+	e := newE2E(t)
+	img, mnt := e.image()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare missing")
+	}
+	bin := e.path("bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(e.bin, filepath.Join(bin, "smallfs")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, e.path("fstab"), []byte(img+" "+mnt+" fuse.smallfs defaults,noauto,nofail,x-systemd.automount,comment=\"a,b\",log_file="+e.path("log")+" 0 0\n"))
+	script := `
+set -u
+check() { echo "$1: exit $2"; grep -c " $MNT fuse.smallfs " /proc/self/mounts; }
+mount --bind "$BIN" /usr/local/bin
+mount -t fuse.smallfs "$IMG" "$MNT" -o noatime,log_file="$LOG"; check "mount -t fuse.smallfs" $?
+echo hello > "$MNT/hello"
+umount "$MNT"; echo "umount: exit $?"
+mount -t fuse "smallfs#$IMG" "$MNT" -o log_file="$LOG"; check "mount -t fuse smallfs#" $?
+cat "$MNT/hello"
+umount "$MNT"
+mount -T "$FSTAB" "$MNT"; check "fstab" $?
+umount "$MNT"
+mount -t fuse.smallfs "$IMG" "$MNT" -o bogus 2>&1; check "bad option" $?
+mount -t fuse.smallfs "$IMG.missing" "$MNT" 2>&1; check "missing device" $?
+sleep 0.2
+`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+	cmd.Env = append(e.env, "BIN="+bin, "IMG="+img, "MNT="+mnt, "LOG="+e.path("log"), "FSTAB="+e.path("fstab"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	golden(t, "e2e-mount-helper", 0, strings.ReplaceAll(string(out), e.dir, "$TMP"), "")
+	if out := e.must("fsck", img); !strings.HasSuffix(out, ": clean\n") {
+		t.Errorf("fsck after the helper mounts:\n%s", out)
+	}
+}

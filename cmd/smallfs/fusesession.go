@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
+	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/fuse"
+	"github.com/smallfs/smallfs/fs/volume"
+)
+
+// fuseSession is a device, the volume on it and the FUSE server over it.
+type fuseSession struct {
+	dev *device.File
+	vol *volume.Volume
+	srv *fuse.Server
+}
+
+// openSession opens the device (locked exclusively: a second mount, fsck
+// or mkfs is refused), the volume, and mounts it.
+func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
+	dev, err := openDevice(p.Device, device.Options{})
+	if err != nil {
+		return nil, err
+	}
+	vol, err := volume.Open(dev, volume.Options{
+		CommitInterval: p.Config.CommitInterval,
+		TrackLookups:   true,
+		Logger:         log,
+	})
+	if err != nil {
+		dev.Close()
+		return nil, volumeError(p.Device, err)
+	}
+	c := p.Config
+	srv, err := fuse.Mount(p.Mountpoint, vol, dev, fuse.Options{
+		EntryTimeout:    fuseTimeout(c.EntryTimeout),
+		AttrTimeout:     fuseTimeout(c.AttrTimeout),
+		NegativeTimeout: fuseTimeout(c.NegativeTimeout),
+		AllowOther:      c.AllowOther,
+		ReadOnly:        c.ReadOnly,
+		FsName:          c.FsName,
+		Debug:           c.Debug,
+		Logger:          log,
+	})
+	if err != nil {
+		if cerr := vol.Close(); cerr != nil {
+			log.WithError(cerr).Error("closing the volume after a failed mount")
+		}
+		dev.Close()
+		return nil, mountError(p.Mountpoint, err)
+	}
+	return &fuseSession{dev: dev, vol: vol, srv: srv}, nil
+}
+
+// fuseTimeout maps our zero (no caching) to the adapter's negative.
+func fuseTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// mountError turns what mount(2) says into the line an operator needs.
+func mountError(dir string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EBUSY):
+		return explain(err, "%s: mount point busy", dir)
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+		return explain(err, "%s: permission denied: mounting needs root or fusermount3", dir)
+	case errors.Is(err, syscall.ENODEV), errors.Is(err, syscall.ENOENT) && fuseMissing():
+		return explain(err, "/dev/fuse is missing: load the fuse module (modprobe fuse)")
+	}
+	return fmt.Errorf("%s: %w", dir, err)
+}
+
+func fuseMissing() bool {
+	_, err := os.Stat("/dev/fuse")
+	return errors.Is(err, os.ErrNotExist)
+}
+
+func (s *fuseSession) Done() <-chan struct{} { return s.srv.Done() }
+func (s *fuseSession) Unmount() error        { return s.srv.Unmount() }
+func (s *fuseSession) Sync() error           { return s.vol.Sync() }
+
+// Close closes the volume (write-back, checkpoint, clean flag), then the
+// device, which drops its lock.
+func (s *fuseSession) Close() error {
+	err := s.vol.Close()
+	if derr := s.dev.Close(); err == nil {
+		err = derr
+	}
+	return err
+}
+
+func (s *fuseSession) Stats(st *control.Stats) {
+	fs := s.vol.StatFS()
+	st.Space = &control.Space{
+		BlockSize: fs.BlockSize, Blocks: fs.Blocks, BlocksFree: fs.BlocksFree,
+		BlocksAvail: fs.BlocksAvail, Files: fs.Files, FilesFree: fs.FilesFree,
+	}
+}
