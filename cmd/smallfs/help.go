@@ -19,6 +19,7 @@ Commands:
   fsck     check a filesystem and repair what is safe
   info     show a device's superblock, usage and free-space fragmentation
   stats    show the live figures of a mounted filesystem
+  bench    run the smallfile-style benchmark against smallfs and others
 
 The second form is the mount helper that mount(8) runs through mount.fuse3
 for 'mount -t fuse.smallfs DEVICE MOUNTPOINT' and /etc/fstab lines of type
