@@ -50,10 +50,8 @@ func newPool(o Options) *Pool {
 	}
 	for c := range p.stats {
 		name := className(c)
-		rec := l.Type(name) // the large class: sizes vary
-		if c != large {
-			rec = l.FixedType(name, int64(classSize(c, 0)))
-		}
+		// classSize(large, 0) is 0: the large class is an ordinary Type.
+		rec := l.FixedType(name, int64(classSize(c, 0)))
 		p.stats[c] = classStats{rec: rec, misses: l.Counter(name + ".misses"), overflows: l.Counter(name + ".overflows")}
 	}
 	p.slab.init(o.SlabLimit, l)

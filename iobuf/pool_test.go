@@ -105,7 +105,7 @@ func TestAccounting(t *testing.T) {
 	l, _ := reg.Snapshot().Layer("iobuf")
 	four, _ := l.Type("4KiB")
 	eight, _ := l.Type("8KiB")
-	if four.Total != 2 || four.Frees != 1 || four.Live != 1 || four.Bytes != 4096 || four.Anomalies != 0 {
+	if four.Size != 4096 || four.Total != 2 || four.Frees != 1 || four.Live != 1 || four.Bytes != 4096 || four.Anomalies != 0 {
 		t.Errorf("4KiB: %+v", four)
 	}
 	if eight.Total != 1 || eight.Live != 0 || eight.Bytes != 0 || eight.Peak != 8192 {
