@@ -293,4 +293,3 @@ func again0(call func() error) error {
 	_, err := again(func() (int, error) { return 0, call() })
 	return err
 }
-

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ type config struct {
 	smallfsBin  string
 	smallfsOpts string
 	base        string
+	replay      string
 }
 
 // DefaultTargets are what `smallfs bench` compares without arguments.
@@ -46,14 +48,13 @@ Targets (default: smallfs loopback ext4-loop):
 Flags:
 `
 
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
+// parseFlags parses args; with -h or --help it prints the usage to
+// stdout and returns flag.ErrHelp. Errors are left to the caller to print.
+func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("smallfs bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.IntVar(&c.w.Threads, "threads", 2, "worker threads")
 	fs.IntVar(&c.w.Files, "files", 5000, "files per thread")
 	sizes := fs.String("sizes", "4K,64K", "file sizes, comma-separated (K, M suffixes)")
@@ -68,8 +69,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.scratch, "scratch", "", "make the scratch directory in `DIR` (default $TMPDIR)")
 	fs.StringVar(&c.smallfsBin, "smallfs-bin", "", "smallfs executable to drive (default: this one, or built from the source)")
 	fs.StringVar(&c.smallfsOpts, "smallfs-opts", "", "extra -o mount options for smallfs")
+	fs.StringVar(&c.replay, "replay", "", "do not run: print the table and write --svg from a --json report `FILE`")
 	fs.StringVar(&c.base, "base", "", "target the ratios are of (default smallfs, else the first)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return nil, err
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	c.w.NoVerify = *noVerify

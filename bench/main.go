@@ -28,13 +28,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == serveLoopbackArg {
 		return serveLoopback(args[1:], stdout, stderr)
 	}
-	c, err := parseFlags(args, stderr)
+	c, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "smallfs bench: %v\nTry 'smallfs bench --help'.\n", err)
 		return 2
+	}
+	if c.replay != "" {
+		return replay(c, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -52,6 +55,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "smallfs bench: %v\n", err)
 		return 1
 	case rep.Failed:
+		return 1
+	}
+	return 0
+}
+
+// replay prints and charts a saved report.
+func replay(c *config, stdout, stderr io.Writer) int {
+	rep, err := ReadReport(c.replay)
+	if err == nil {
+		err = writeOutputs(rep, c, stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "smallfs bench: %v\n", err)
 		return 1
 	}
 	return 0

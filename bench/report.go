@@ -2,6 +2,8 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"math"
 	"time"
 )
@@ -151,6 +153,22 @@ func val(p *float64) float64 {
 		return math.NaN()
 	}
 	return *p
+}
+
+// ReadReport reads a report --json wrote.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("%s: schema %q, this bench reads %q", path, r.Schema, Schema)
+	}
+	return &r, nil
 }
 
 // MarshalIndent is the --json form.

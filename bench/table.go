@@ -154,7 +154,14 @@ func ratioCell(p *float64) string {
 	if p == nil {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.2f×", *p)
+	switch x := *p; {
+	case x >= 10:
+		return fmt.Sprintf("%.1f×", x)
+	case x >= 0.1:
+		return fmt.Sprintf("%.2f×", x)
+	default:
+		return fmt.Sprintf("%.2g×", x)
+	}
 }
 
 func numCell(p *float64, prec int) string {

@@ -58,8 +58,12 @@ type kernelTarget struct {
 	timeout time.Duration
 }
 
-func newExt4Loop(s *scratch) *kernelTarget { return &kernelTarget{name: "ext4-loop", s: s, timeout: 5 * time.Minute} }
-func newTmpfs(s *scratch) *kernelTarget    { return &kernelTarget{name: "tmpfs", s: s, timeout: time.Minute} }
+func newExt4Loop(s *scratch) *kernelTarget {
+	return &kernelTarget{name: "ext4-loop", s: s, timeout: 5 * time.Minute}
+}
+func newTmpfs(s *scratch) *kernelTarget {
+	return &kernelTarget{name: "tmpfs", s: s, timeout: time.Minute}
+}
 
 func (t *kernelTarget) Name() string { return t.name }
 func (t *kernelTarget) Detail() string {

@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the test binary be the loopback target's server: the
+// target starts `EXE bench serve-loopback ROOT MNT`, as smallfs does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "bench" {
+		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--threads", "0"},
+		{"--sizes", "4Q"},
+		{"--rounds", "0"},
+		{"--nonsense"},
+		{"/no/such/directory"},
+	} {
+		var out, errOut bytes.Buffer
+		scratch := t.TempDir()
+		code := Main(append([]string{"--scratch", scratch}, args...), &out, &errOut)
+		if code != 2 && !(args[0] == "/no/such/directory" && code == 1) {
+			t.Errorf("%v: exit %d, want a usage error; stderr %s", args, code, errOut.String())
+		}
+		if !strings.HasPrefix(errOut.String(), "smallfs bench: ") {
+			t.Errorf("%v: stderr %q does not start with the command name", args, errOut.String())
+		}
+		if names, _ := readNames(scratch); len(names) != 0 {
+			t.Errorf("%v: left %v in the scratch directory", args, names)
+		}
+	}
+}
+
+// TestEndToEnd runs the real command's targets briefly: smallfs (built
+// from this source tree: mkfs, mount, stats, umount, fsck), go-fuse's
+// loopback in a child process, and a plain directory.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mounts filesystems and builds smallfs")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse")
+	}
+	scratch, dir := t.TempDir(), t.TempDir()
+	jsonPath, svgPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg")
+	var out, errOut bytes.Buffer
+	code := Main([]string{"--scratch", scratch, "--files", "60", "--files-per-dir", "25", "--sizes", "4K",
+		"--rounds", "1", "--json", jsonPath, "--svg", svgPath, "smallfs", "loopback", dir}, &out, &errOut)
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	rep, err := ReadReport(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Targets) != 3 || len(rep.Runs) != 3 || len(rep.Ratios) != 2 {
+		t.Fatalf("%d targets, %d runs, %d ratios; want 3, 3, 2", len(rep.Targets), len(rep.Runs), len(rep.Ratios))
+	}
+	for _, run := range rep.Runs {
+		if run.Error != "" {
+			t.Errorf("%s: %s", run.Target, run.Error)
+		}
+		for _, m := range run.Ops {
+			if m.Status != StatusOK || m.Files != 120 {
+				t.Errorf("%s %s: %s, %d files; want ok, 120", run.Target, m.Op, m.Status, m.Files)
+			}
+		}
+	}
+	sm := rep.Runs[0]
+	if sm.Target != "smallfs" || sm.MemPerFile == nil || sm.Ops[0].RoundTrips == nil || sm.Ops[0].CPUPer1000 == nil {
+		t.Errorf("smallfs run lacks the daemon's figures: %+v", sm)
+	}
+	if rt := sm.Ops[0].Requests; rt["CREATE"] != 1 {
+		t.Errorf("smallfs create: %v CREATE requests per file, want 1", rt["CREATE"])
+	}
+	if lb := rep.Runs[1]; lb.Target != "loopback" || lb.MemPerFile == nil || lb.Ops[0].RoundTrips != nil {
+		t.Errorf("loopback: want memory per file and no request counts: %+v", lb)
+	}
+	if names, _ := readNames(scratch); len(names) != 0 {
+		t.Errorf("scratch directory left behind: %v", names)
+	}
+	if names, _ := readNames(dir); len(names) != 2 {
+		t.Errorf("the directory target kept %v, want only the report files", names)
+	}
+	if b, err := os.ReadFile(svgPath); err != nil || !bytes.Contains(b, []byte("smallfs ÷ loopback")) {
+		t.Errorf("chart: %v", err)
+	}
+}
