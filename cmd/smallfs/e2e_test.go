@@ -164,8 +164,11 @@ func readFile(t *testing.T, path string) []byte {
 func TestE2EMountWriteRemount(t *testing.T) {
 	e := newE2E(t)
 	img, mnt := e.image()
-	e.must(img, mnt, "-o", "noatime,log_file="+e.path("log"))
+	e.must(img, mnt, "-o", "noatime,noexec,sync,log_file="+e.path("log"))
 	e.mounted(mnt)
+	if m, err := mountinfo.Find(mnt); err != nil || m.Options != "rw,nosuid,nodev,noexec,noatime" {
+		t.Errorf("mount options %q (%v), want rw,nosuid,nodev,noexec,noatime", m.Options, err)
+	}
 
 	big := bytes.Repeat([]byte("0123456789abcdef"), 20000) // 320 KB: blocks, not inline
 	if err := os.Mkdir(filepath.Join(mnt, "dir"), 0o755); err != nil {
@@ -206,7 +209,7 @@ func TestE2EMountWriteRemount(t *testing.T) {
 		t.Errorf("info after umount:\n%s", out)
 	}
 	log := string(readFile(t, e.path("log")))
-	for _, want := range []string{"msg=mounting", "options=\"rw,nodev,nosuid,noatime,", "msg=ready", "unmounted; device marked clean"} {
+	for _, want := range []string{"msg=mounting", "options=\"rw,nodev,nosuid,noexec,noatime,sync,", "msg=ready", "unmounted; device marked clean"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}

@@ -57,6 +57,9 @@ func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
 		dev.Close()
 		return nil, mountError(p.Mountpoint, err)
 	}
+	if err := applyMountFlags(p.Mountpoint, c.Flags); err != nil {
+		log.WithError(err).Warn("generic mount options not applied")
+	}
 	return &fuseSession{dev: dev, vol: vol, srv: srv}, nil
 }
 
