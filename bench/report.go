@@ -3,8 +3,8 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"math"
+	"os"
 	"time"
 )
 

@@ -1,0 +1,100 @@
+// Package bench is `smallfs bench`: a smallfile-style benchmark that runs
+// one workload on several filesystems side by side, in one run on one
+// machine, and reports medians, spreads and ratios.
+//
+// # The workload
+//
+// Threads worker threads handle Files files each, FilesPerDir to a
+// directory, every file Size bytes. Sequence lists the fourteen steps —
+// create, read, append, stat, chmod, ls-l, setxattr, getxattr, rename,
+// delete-renamed, mkdir, rmdir, swift-put, cleanup — each running over
+// every file of every thread, each leaving the tree the next one needs,
+// and cleanup leaving the directory empty. Every step counts one file per
+// file index, so files/s compare across steps.
+//
+// Timing follows smallfile: the threads of a step wait at a barrier, the
+// clock starts when they are released, and the step takes until the last
+// thread ends; files/s is all files over that time. Every path is built
+// before the clock starts and the loops make raw system calls with reused
+// buffers, so the driver adds almost nothing to what it measures (a read
+// of a cached 4 KiB file is open, read, close).
+//
+// The bench checks what it measures: read compares every byte with what
+// create wrote (each file's bytes are its own), stat checks the size
+// after append, ls-l the count and the mode chmod set, getxattr the value.
+// A mismatch is ErrVerify and fails the run.
+//
+// # Targets
+//
+// A Target makes a fresh, empty filesystem for every run and tears it
+// down after. Built in: "smallfs" (the real command: mkfs an image, mount
+// it so the daemon goes to the background, `smallfs stats --json` for its
+// figures, umount, wait for the daemon to exit, fsck — an image that is
+// not clean fails the run with ErrCorrupt and is kept for inspection);
+// "loopback" (go-fuse's passthrough filesystem mounted by a child process,
+// `EXE bench serve-loopback ROOT MNT`, over a journalled ext4 loop image
+// where loop mounts are allowed, else over the scratch directory);
+// "ext4-loop" and "tmpfs" (kernel filesystems, root only); and any
+// existing directory. With --pools, "smallfs-nopool" mounts smallfs with
+// PoolOption to show what the iobuf pools earn; until the command offers
+// that option it is skipped with a note.
+//
+// Every target is preflighted (mounted and torn down once) before the
+// long run, so a target the machine cannot run is skipped with its reason
+// instead of failing an hour in. Rounds interleave targets (A, B, C, A, B,
+// C, ...) so a busy minute on a shared machine falls on all of them.
+//
+// # Figures
+//
+// Per step, target and size: median files/s over the rounds that ran the
+// step fully, the slowest and fastest round, spread = (max-min)/median,
+// and MB/s (10^6 bytes) for the steps that move data. Ratios are the base
+// target's median over each other target's, step by step, with their
+// geometric mean over the steps both ran.
+//
+// For a FUSE daemon, sampled between steps (never inside the clock):
+// CPU seconds per 1000 files (utime+stime from /proc/PID/stat), memory per
+// file (VmRSS from /proc/PID/status after create, divided by the files
+// created), and for smallfs the kernel round trips per file, from the
+// daemon's "fuse" accounting layer (counters op-OPCODE; FORGET,
+// BATCH_FORGET and INTERRUPT get no answer and are not round trips). The
+// stats query travels over the daemon's control socket, so it adds no
+// FUSE request of its own.
+//
+// # Output
+//
+// WriteTable prints the terminal table; a status line shows progress only
+// when stdout is a terminal. --json writes the Report (schema Schema:
+// every run and step, the summaries and the ratios; an unknown figure is
+// null, never zero). --svg writes a chart made with the standard library:
+// per size, grouped bars of files/s per step and target on a log scale,
+// whiskers from the slowest to the fastest round, and the base target's
+// ratio to each other target above each group. --replay FILE prints and
+// charts a saved report without running.
+//
+// # Cleanup and errors
+//
+// Everything lives in one scratch directory: images, mount points, logs
+// and, when the running program is not smallfs, a smallfs binary built
+// from the source tree. A run unmounts what it mounted when it ends, when
+// a step fails and on SIGINT or SIGTERM (the loopback child is in its own
+// process group, so Ctrl-C reaches the driver, which unmounts in order;
+// the child also gets SIGTERM if the driver dies). A busy mount is
+// retried, then detached (umount -l) and reported. The scratch directory
+// is removed only once nothing is mounted under it.
+//
+// Sentinels: ErrUsage (bad flags or workload; every bad field named),
+// ErrUnsupported (a step the filesystem refuses: reported n/a, not a
+// failure), ErrVerify, ErrTarget, ErrCorrupt, ErrInterrupted. Main
+// returns 0 when every run passed, 1 when one failed or the run was
+// interrupted, 2 on a usage error.
+//
+// # Costs
+//
+// The engine keeps about 250 bytes of paths per file in memory (Files ×
+// Threads is capped at 2×10^7). The defaults — 2 threads × 5,000 files,
+// 4 KiB and 64 KiB, 3 rounds, three targets — write about 8 GB over the
+// run (append doubles every file) and take roughly ten minutes on the
+// shared 2-core machine; docs/PERFORMANCE.md has the latest figures
+// under "bench".
+package bench
