@@ -122,6 +122,19 @@ func TestDevName(t *testing.T) {
 	}
 }
 
+func TestWriteTextWithoutLatency(t *testing.T) {
+	st := sample()
+	st.Ops[0].Total, st.Ops[0].Max = 0, 0
+	st.Accounting.Layers[0].Counters = append(st.Accounting.Layers[0].Counters, accounting.CounterStat{Name: "never", Value: 0})
+	var b strings.Builder
+	if err := WriteText(&b, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "mean") || strings.Contains(out, "never") || !strings.Contains(out, "4KiB.misses") {
+		t.Errorf("latency columns without latency, or a zero counter shown:\n%s", out)
+	}
+}
+
 func TestWriteText(t *testing.T) {
 	st := sample()
 	prev := sample()

@@ -24,6 +24,10 @@
 // socket left by a killed daemon is replaced by the next Listen on the same
 // path; one a live daemon answers on is refused (ErrInUse).
 //
+// ServeMetrics serves the same figures over HTTP at /metrics in the
+// Prometheus text format (written here with the standard library; no
+// client library needed), for a loopback address the caller has checked.
+//
 // # Security
 //
 // The run directory is created 0700 and the socket is 0600: only the

@@ -31,13 +31,23 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 		p("  calls\t%d (%d failed)\n", a.Calls, a.Failed)
 	}
 	if len(st.Ops) > 0 {
-		p("\noperations\tcount\terrors\tmean\tmax")
+		timed := false // latency columns only when the daemon measures it
+		for _, op := range st.Ops {
+			timed = timed || op.Total > 0
+		}
+		p("\noperations\tcount\terrors")
+		if timed {
+			p("\tmean\tmax")
+		}
 		if prev != nil {
 			p("\tper second")
 		}
 		p("\n")
 		for _, op := range st.Ops {
-			p("  %s\t%d\t%d\t%s\t%s", op.Name, op.Count, op.Errors, mean(op.Total, op.Count), op.Max)
+			p("  %s\t%d\t%d", op.Name, op.Count, op.Errors)
+			if timed {
+				p("\t%s\t%s", mean(op.Total, op.Count), op.Max)
+			}
 			if prev != nil {
 				p("\t%s", rate(op, prev, st.Taken))
 			}
@@ -50,9 +60,12 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 			p("  %s/%s\t%d\t%d\t%d\t%d\n", l.Name, t.Name, t.Live, t.Bytes, t.Peak, t.Total)
 		}
 	}
+	p("\nevents (counters that moved)\n")
 	for _, l := range st.Accounting.Layers {
 		for _, c := range l.Counters {
-			p("  %s.%s\t%d\n", l.Name, c.Name, c.Value)
+			if c.Value != 0 {
+				p("  %s.%s\t%d\n", l.Name, c.Name, c.Value)
+			}
 		}
 	}
 	r := st.Runtime
