@@ -168,10 +168,9 @@ func (v *Volume) applyDirent(r *format.DirentRec) error {
 	if cd := c.dirOf(); cd != nil {
 		cd.parent = Ino(r.Parent)
 	}
-	if _, replaced := d.lookup(r.Name); !replaced {
+	if !d.insert(r.Name, Ino(r.Ino), r.Cookie) {
 		v.acct.dirents.Alloc(direntBytes + int64(len(r.Name)))
 	}
-	d.insert(r.Name, Ino(r.Ino), r.Cookie)
 	return nil
 }
 

@@ -3,6 +3,8 @@ package volume
 import (
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -20,7 +22,7 @@ var (
 )
 
 // benchVolume makes a volume on a sparse image file of size bytes.
-func benchVolume(b *testing.B, size int64, opts Options) (*Volume, string) {
+func benchVolume(b *testing.B, size int64, opts Options) (*Volume, *device.File, string) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "img")
 	dev, err := device.Open(path, device.Options{Create: true, Size: size})
@@ -29,7 +31,7 @@ func benchVolume(b *testing.B, size int64, opts Options) (*Volume, string) {
 	v, err := Open(dev, opts)
 	ok(b, err)
 	b.Cleanup(func() { dev.Close() })
-	return v, path
+	return v, dev, path
 }
 
 // parallel runs fn(worker, i) for i in [0, n) on 2 goroutines, each with
@@ -56,20 +58,52 @@ func parallel(b *testing.B, n int, fn func(w, i int) error) float64 {
 	return float64(n) / time.Since(start).Seconds()
 }
 
+// smallFileOps are the four phases of the small-file benchmark, for worker
+// w (0 or 1, each with its own directory) and file i.
+type smallFileOps struct {
+	create, read, stat, del func(w, i int) error
+	sync, done              func() error
+}
+
 // BenchmarkSmallFiles is the in-process figure: 2 goroutines, each
 // in its own directory, create+write+close, read, stat and delete
-// -bench.files 4 KiB files. Run with -benchtime=1x.
+// -bench.files 4 KiB files. The same phases through the os package on the
+// host filesystem run beside it for a ratio. Run with -benchtime=1x.
 func BenchmarkSmallFiles(b *testing.B) {
 	n := *benchFiles
+	for _, impl := range []struct {
+		name string
+		make func(b *testing.B) smallFileOps
+	}{{"volume", volumeOps}, {"os", osOps}} {
+		b.Run(impl.name, func(b *testing.B) {
+			for range b.N {
+				ops := impl.make(b)
+				create := parallel(b, n, ops.create)
+				ok(b, ops.sync())
+				read := parallel(b, n, ops.read)
+				stat := parallel(b, n, ops.stat)
+				del := parallel(b, n, ops.del)
+				ok(b, ops.done())
+				b.ReportMetric(create, "creates/s")
+				b.ReportMetric(read, "reads/s")
+				b.ReportMetric(stat, "stats/s")
+				b.ReportMetric(del, "deletes/s")
+			}
+		})
+	}
+}
+
+func volumeOps(b *testing.B) smallFileOps {
+	v, _, _ := benchVolume(b, int64(*benchFiles)*4096*2+256<<20, Options{})
 	data := pattern(4096, 1)
-	for range b.N {
-		v, _ := benchVolume(b, int64(n)*4096*2+256<<20, Options{})
-		dirs := [2]Ino{}
-		for w := range 2 {
-			dirs[w] = must[Attr](b)(v.Mkdir(root, RootIno, "d"+strconv.Itoa(w), 0o755)).Ino
-		}
-		name := func(i int) string { return "f" + strconv.Itoa(i) }
-		create := parallel(b, n, func(w, i int) error {
+	var dirs [2]Ino
+	for w := range 2 {
+		dirs[w] = must[Attr](b)(v.Mkdir(root, RootIno, "d"+strconv.Itoa(w), 0o755)).Ino
+	}
+	name := func(i int) string { return "f" + strconv.Itoa(i) }
+	bufs := [2][]byte{make([]byte, 4096), make([]byte, 4096)}
+	return smallFileOps{
+		create: func(w, i int) error {
 			_, h, err := v.Create(root, dirs[w], name(i), 0o644, syscall.O_WRONLY)
 			if err != nil {
 				return err
@@ -78,10 +112,8 @@ func BenchmarkSmallFiles(b *testing.B) {
 				return err
 			}
 			return h.Release()
-		})
-		ok(b, v.Sync())
-		bufs := [2][]byte{make([]byte, 4096), make([]byte, 4096)}
-		read := parallel(b, n, func(w, i int) error {
+		},
+		read: func(w, i int) error {
 			a, err := v.Lookup(root, dirs[w], name(i))
 			if err != nil {
 				return err
@@ -94,17 +126,42 @@ func BenchmarkSmallFiles(b *testing.B) {
 				return fmt.Errorf("read %d bytes: %v", k, err)
 			}
 			return h.Release()
-		})
-		stat := parallel(b, n, func(w, i int) error {
+		},
+		stat: func(w, i int) error {
 			_, err := v.Lookup(root, dirs[w], name(i))
 			return err
-		})
-		del := parallel(b, n, func(w, i int) error { return v.Unlink(root, dirs[w], name(i)) })
-		ok(b, v.Close())
-		b.ReportMetric(create, "creates/s")
-		b.ReportMetric(read, "reads/s")
-		b.ReportMetric(stat, "stats/s")
-		b.ReportMetric(del, "deletes/s")
+		},
+		del:  func(w, i int) error { return v.Unlink(root, dirs[w], name(i)) },
+		sync: v.Sync,
+		done: v.Close,
+	}
+}
+
+// osOps runs the phases on the host filesystem (no fsync, like the volume).
+func osOps(b *testing.B) smallFileOps {
+	base := b.TempDir()
+	data := pattern(4096, 1)
+	path := func(w, i int) string { return filepath.Join(base, "d"+strconv.Itoa(w), "f"+strconv.Itoa(i)) }
+	for w := range 2 {
+		ok(b, os.Mkdir(filepath.Join(base, "d"+strconv.Itoa(w)), 0o755))
+	}
+	bufs := [2][]byte{make([]byte, 4096), make([]byte, 4096)}
+	return smallFileOps{
+		create: func(w, i int) error { return os.WriteFile(path(w, i), data, 0o644) },
+		read: func(w, i int) error {
+			f, err := os.Open(path(w, i))
+			if err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(f, bufs[w]); err != nil {
+				return err
+			}
+			return f.Close()
+		},
+		stat: func(w, i int) error { _, err := os.Stat(path(w, i)); return err },
+		del:  func(w, i int) error { return os.Remove(path(w, i)) },
+		sync: func() error { return nil },
+		done: func() error { return nil },
 	}
 }
 
@@ -129,7 +186,7 @@ func BenchmarkMemoryPerFile(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			data := pattern(tc.size, 1)
 			for range b.N {
-				v, _ := benchVolume(b, int64(tc.n)*(bytesPerInode+int64(tc.size))*2+256<<20, Options{CommitInterval: -1})
+				v, _, _ := benchVolume(b, int64(tc.n)*(bytesPerInode+int64(tc.size))*2+256<<20, Options{CommitInterval: -1})
 				before := heapAfterGC()
 				names := 0
 				for i := range tc.n {
@@ -158,12 +215,13 @@ func BenchmarkMemoryPerFile(b *testing.B) {
 func BenchmarkOpen(b *testing.B) {
 	n := *benchEmpty
 	for range b.N {
-		v, path := benchVolume(b, int64(n)*bytesPerInode*2+256<<20, Options{CommitInterval: -1})
+		v, dev, path := benchVolume(b, int64(n)*bytesPerInode*2+256<<20, Options{CommitInterval: -1})
 		for i := range n {
 			must[Attr](b)(v.Mknod(root, RootIno, "f"+strconv.Itoa(i), 0o644, 0))
 		}
 		ok(b, v.Close())
-		clean := timeOpen(b, path, func(v *Volume) {
+		ok(b, dev.Close())
+		clean, cleanCPU := timeOpen(b, path, func(v *Volume) {
 			// Leave it as a crash would: changes synced to the log, no
 			// checkpoint, not clean.
 			for i := range n / 2 {
@@ -171,22 +229,35 @@ func BenchmarkOpen(b *testing.B) {
 			}
 			ok(b, v.Sync())
 		})
-		crashed := timeOpen(b, path, func(v *Volume) { ok(b, v.Close()) })
+		crashed, crashedCPU := timeOpen(b, path, func(v *Volume) { ok(b, v.Close()) })
 		b.ReportMetric(clean.Seconds(), "s-open-clean")
 		b.ReportMetric(crashed.Seconds(), "s-open-after-crash")
+		b.ReportMetric(cleanCPU.Seconds(), "cpu-s-open-clean")
+		b.ReportMetric(crashedCPU.Seconds(), "cpu-s-open-after-crash")
 	}
 }
 
-// timeOpen opens the image at path, times it, then runs after on the
-// volume and closes the device (without closing the volume).
-func timeOpen(b *testing.B, path string, after func(*Volume)) time.Duration {
+// timeOpen opens the image at path and returns the wall and CPU time
+// (all threads, the collector's included: the machine is shared, so CPU
+// time is the steadier figure); then it runs after on the volume and closes
+// the device (without closing the volume).
+func timeOpen(b *testing.B, path string, after func(*Volume)) (wall, cpu time.Duration) {
 	dev, err := device.Open(path, device.Options{})
 	ok(b, err)
-	start := time.Now()
+	runtime.GC()
+	cpu0, start := cpuTime(), time.Now()
 	v, err := Open(dev, Options{CommitInterval: -1})
-	took := time.Since(start)
+	wall, cpu = time.Since(start), cpuTime()-cpu0
 	ok(b, err)
 	after(v)
 	ok(b, dev.Close())
-	return took
+	return wall, cpu
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/smallfs/smallfs/fs/format"
+	"github.com/smallfs/smallfs/iobuf"
 )
 
 // fileData is the open-file state of a regular inode, shared by all its
@@ -19,7 +20,7 @@ import (
 // ahead is set; GetAttr reads them atomically under the metadata lock.
 type fileData struct {
 	mu      sync.RWMutex // the data lock: read for reads, write for the rest
-	chunks  map[uint64][]byte
+	chunks  map[uint64]*iobuf.Buf
 	dirty   int64  // bytes in chunks
 	blocks  uint64 // blocks reserved for the chunks (space.reserve)
 	writers int    // handles open for writing
@@ -67,7 +68,8 @@ func (v *Volume) readAt(n *inode, fd *fileData, p []byte, off uint64) error {
 	for len(p) > 0 {
 		c := off / cs
 		k := min(uint64(len(p)), (c+1)*cs-off)
-		if b, ok := fd.chunks[c]; ok {
+		if bb, ok := fd.chunks[c]; ok {
+			b := bb.B
 			at := off - c*cs
 			m := copy(p[:k], b[min(at, uint64(len(b))):])
 			clear(p[m:k])
@@ -140,7 +142,11 @@ func findExtent(es []format.Extent, b uint64) (format.Extent, bool) {
 func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
 	cs := v.chunkSize()
 	start := c * cs
-	b, ok := fd.chunks[c]
+	bb, ok := fd.chunks[c]
+	var b []byte
+	if ok {
+		b = bb.B
+	}
 	have := uint64(len(b))
 	if !ok {
 		// Load what the file holds of this chunk below its current size.
@@ -159,34 +165,48 @@ func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
 		fd.blocks += need - held
 	}
 	if !ok {
-		b = make([]byte, have, roundUp(want, uint64(v.blockSize)))
+		bb = v.getBuf(roundUp(want, uint64(v.blockSize)))
+		b = bb.B[:have]
 		if err := v.readCommitted(n, b, start); err != nil {
+			v.putBuf(bb)
 			v.space.unreserve(need - held)
 			fd.blocks -= need - held
 			return nil, err
 		}
 		if fd.chunks == nil {
-			fd.chunks = make(map[uint64][]byte)
+			fd.chunks = make(map[uint64]*iobuf.Buf)
 		}
-		v.acct.dirty.Alloc(int64(cap(b)))
 		fd.dirty += int64(have)
 	}
 	if want > uint64(len(b)) {
 		fd.dirty += int64(want) - int64(len(b))
-		old := cap(b)
-		b = grow(b, int(want))
-		v.acct.dirty.Resize(int64(cap(b) - old))
+		if want > uint64(cap(b)) { // move to a buffer of a larger class
+			nb := v.getBuf(roundUp(want, uint64(v.blockSize)))
+			copy(nb.B, b)
+			v.putBuf(bb)
+			bb = nb
+		}
+		b = bb.B[:want] // the bytes past the old length are zero
 	}
-	fd.chunks[c] = b
+	bb.B = b
+	fd.chunks[c] = bb
 	return b, nil
 }
 
-// grow extends b to n bytes of which the new ones are zero.
-func grow(b []byte, n int) []byte {
-	old := len(b)
-	b = slices.Grow(b, n-old)[:n]
-	clear(b[old:])
-	return b
+// getBuf returns a dirty-data buffer of n bytes of capacity at least,
+// zeroed to its capacity: bytes past a chunk's length are kept zero, so
+// that the last block of a file is written padded with zeros.
+func (v *Volume) getBuf(n uint64) *iobuf.Buf {
+	bb := v.opts.Pool.Get(int(n))
+	clear(bb.B[:cap(bb.B)])
+	v.acct.dirty.Alloc(int64(cap(bb.B)))
+	return bb
+}
+
+func (v *Volume) putBuf(bb *iobuf.Buf) {
+	v.acct.dirty.Free(int64(cap(bb.B)))
+	bb.B = bb.B[:cap(bb.B)]
+	v.opts.Pool.Put(bb)
 }
 
 func blocksFor(bytes uint64, blockSize int) uint64 {
@@ -240,7 +260,8 @@ func (v *Volume) extendTo(n *inode, fd *fileData, end uint64) error {
 // truncateDirty cuts the dirty chunks to size (fd.mu held for writing).
 func (v *Volume) truncateDirty(fd *fileData, size uint64) {
 	cs := v.chunkSize()
-	for c, b := range fd.chunks {
+	for c, bb := range fd.chunks {
+		b := bb.B
 		start := c * cs
 		keep := min(uint64(len(b)), size-min(size, start))
 		if keep == uint64(len(b)) {
@@ -252,11 +273,11 @@ func (v *Volume) truncateDirty(fd *fileData, size uint64) {
 		fd.blocks -= freed
 		clear(b[keep:]) // bytes past len stay zero (see writeBlocks)
 		if keep == 0 {
-			v.acct.dirty.Free(int64(cap(b)))
+			v.putBuf(bb)
 			delete(fd.chunks, c)
 			continue
 		}
-		fd.chunks[c] = b[:keep]
+		bb.B = b[:keep]
 	}
 	fd.size.Store(size)
 	fd.ahead.Store(true)

@@ -86,10 +86,14 @@ func (d *dir) lookup(name string) (dref, bool) {
 }
 
 // insert adds name -> ino with the given cookie, replacing any entry of that
-// name. Cookies normally arrive in increasing order (an append); replay of
-// an older record may insert in the middle.
-func (d *dir) insert(name string, ino Ino, cookie uint64) {
-	d.remove(name)
+// name, and reports whether it replaced one. Cookies normally arrive in
+// increasing order (an append); replay of an older record may insert in the
+// middle.
+func (d *dir) insert(name string, ino Ino, cookie uint64) (replaced bool) {
+	if p := d.pos(name); p >= 0 {
+		d.removeAt(p, name)
+		replaced = true
+	}
 	e := dent{cookie: cookie, ino: ino, name: name}
 	i := len(d.ents)
 	shifted := false
@@ -112,6 +116,7 @@ func (d *dir) insert(name string, ino Ino, cookie uint64) {
 	case d.index != nil:
 		d.indexAdd(name, uint32(i))
 	}
+	return replaced
 }
 
 func (d *dir) indexAdd(name string, p uint32) {
@@ -142,6 +147,12 @@ func (d *dir) remove(name string) bool {
 	if p < 0 {
 		return false
 	}
+	d.removeAt(p, name)
+	return true
+}
+
+// removeAt deletes entry p, called name.
+func (d *dir) removeAt(p int, name string) {
 	if d.index != nil {
 		if _, ok := d.clash[name]; ok {
 			delete(d.clash, name)
@@ -154,7 +165,6 @@ func (d *dir) remove(name string) bool {
 	if holes := len(d.ents) - d.live; holes > d.live && holes >= smallDir {
 		d.compact()
 	}
-	return true
 }
 
 // compact drops the holes, and the hash index once the directory is small.

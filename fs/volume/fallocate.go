@@ -114,7 +114,7 @@ func (v *Volume) holes(n *inode, fd *fileData, start, end uint64) [][2]uint64 {
 		data = append(data, [2]uint64{e.Logical * bs, (e.Logical + e.Len) * bs})
 	}
 	for c, b := range fd.chunks {
-		data = append(data, [2]uint64{c * cs, c*cs + uint64(len(b))})
+		data = append(data, [2]uint64{c * cs, c*cs + uint64(len(b.B))})
 	}
 	slices.SortFunc(data, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
 	var out [][2]uint64

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/smallfs/smallfs/accounting"
+	"github.com/smallfs/smallfs/iobuf"
 )
 
 // Options tunes an open volume. The zero value gives the defaults stated on
@@ -32,6 +33,8 @@ type Options struct {
 	TrackLookups bool
 	// Logger receives lifecycle events and failures. Default: discard.
 	Logger logrus.FieldLogger
+	// Pool lends the dirty-data buffers. Default iobuf.Default.
+	Pool *iobuf.Pool
 	// Accounting receives the "fs" layer's memory figures. Default
 	// accounting.Default.
 	Accounting *accounting.Registry
@@ -61,6 +64,9 @@ func (o Options) withDefaults(blockSize int) (Options, error) {
 		o.InlineThreshold = 0
 	case o.InlineThreshold > blockSize:
 		errs = append(errs, fmt.Errorf("InlineThreshold %d is above the block size %d: %w", o.InlineThreshold, blockSize, ErrInvalid))
+	}
+	if o.Pool == nil {
+		o.Pool = iobuf.Default
 	}
 	if o.Accounting == nil {
 		o.Accounting = accounting.Default

@@ -16,6 +16,15 @@ func (v *Volume) markDirty(ino Ino, fd *fileData) {
 	v.dirtyMu.Unlock()
 }
 
+// unmarkDirty forgets ino after its write-back.
+func (v *Volume) unmarkDirty(ino Ino, fd *fileData) {
+	v.dirtyMu.Lock()
+	if v.dirty[ino] == fd {
+		delete(v.dirty, ino)
+	}
+	v.dirtyMu.Unlock()
+}
+
 // Sync writes back every dirty file and makes the whole log durable.
 func (v *Volume) Sync() error {
 	if err := v.writeBackAll(); err != nil {

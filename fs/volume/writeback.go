@@ -52,6 +52,7 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	fd.ahead.Store(false)
 	v.mu.Unlock()
 	v.dropDirty(fd)
+	v.unmarkDirty(ino, fd)
 	v.acct.writebacks.Inc()
 	return nil
 }
@@ -133,7 +134,7 @@ func (v *Volume) place(fd *fileData, lb, le uint64) ([]format.Extent, error) {
 		// Write the bytes of logical blocks [l, l+e.Len), chunk by chunk.
 		for off, end := l*bs, (l+e.Len)*bs; off < end; {
 			c := off / cs
-			b := fd.chunks[c]
+			b := fd.chunks[c].B
 			at := off - c*cs
 			k := min(end, (c+1)*cs) - off
 			if err := v.writeBlocks(b, at, k, int64(e.Off*bs+off-l*bs)); err != nil {
@@ -167,8 +168,8 @@ func (v *Volume) writeBlocks(b []byte, at, k uint64, devOff int64) error {
 
 // dropDirty forgets fd's dirty chunks and gives back their reservation.
 func (v *Volume) dropDirty(fd *fileData) {
-	for _, b := range fd.chunks {
-		v.acct.dirty.Free(int64(cap(b)))
+	for _, bb := range fd.chunks {
+		v.putBuf(bb)
 	}
 	clear(fd.chunks)
 	fd.dirty = 0
