@@ -35,20 +35,19 @@ func (r *Report) find(target string, size int64) (Summary, bool) {
 
 func (r *Report) summaryOf(target string, size int64) Summary {
 	s := Summary{Target: target, Size: size}
-	var mem []float64
+	var mem, growth []float64
 	byOp := map[string][]Measure{}
 	for _, run := range r.Runs {
 		if run.Target != target || run.Size != size {
 			continue
 		}
-		if run.MemPerFile != nil {
-			mem = append(mem, *run.MemPerFile)
-		}
+		mem = appendKnown(mem, run.MemPerFile)
+		growth = appendKnown(growth, run.MemGrowthPerFile)
 		for _, m := range run.Ops {
 			byOp[m.Op] = append(byOp[m.Op], m)
 		}
 	}
-	s.MemPerFile = num(median(mem))
+	s.MemPerFile, s.MemGrowthPerFile = num(median(mem)), num(median(growth))
 	for _, op := range r.Workload.Ops {
 		s.Ops = append(s.Ops, summarizeOp(op, byOp[op]))
 	}

@@ -80,7 +80,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	sm := rep.Runs[0]
-	if sm.Target != "smallfs" || sm.MemPerFile == nil || sm.Ops[0].RoundTrips == nil || sm.Ops[0].CPUPer1000 == nil {
+	if sm.Target != "smallfs" || sm.MemPerFile == nil || sm.MemGrowthPerFile == nil || sm.Ops[0].RoundTrips == nil || sm.Ops[0].CPUPer1000 == nil {
 		t.Errorf("smallfs run lacks the daemon's figures: %+v", sm)
 	}
 	if rt := sm.Ops[0].Requests; rt["CREATE"] != 1 {

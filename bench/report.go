@@ -68,11 +68,14 @@ type RunRecord struct {
 	Round  int       `json:"round"`
 	Ops    []Measure `json:"ops"`
 	// RSSAfterCreate is the daemon's resident bytes after create, and
-	// MemPerFile that divided by the files created; null for a kernel
-	// filesystem or when unknown.
-	RSSAfterCreate *int64   `json:"rss_after_create,omitempty"`
-	MemPerFile     *float64 `json:"memory_per_file,omitempty"`
-	Error          string   `json:"error,omitempty"`
+	// MemPerFile that divided by the files created; MemGrowthPerFile is
+	// the growth of RSS during create divided by the files, which leaves
+	// out the daemon's fixed cost. Null for a kernel filesystem or when
+	// unknown.
+	RSSAfterCreate   *int64   `json:"rss_after_create,omitempty"`
+	MemPerFile       *float64 `json:"memory_per_file,omitempty"`
+	MemGrowthPerFile *float64 `json:"memory_growth_per_file,omitempty"`
+	Error            string   `json:"error,omitempty"`
 }
 
 // Status of a Measure.
@@ -103,10 +106,11 @@ type Measure struct {
 
 // Summary is one target at one file size over the rounds.
 type Summary struct {
-	Target     string      `json:"target"`
-	Size       int64       `json:"size"`
-	Ops        []OpSummary `json:"ops"`
-	MemPerFile *float64    `json:"memory_per_file,omitempty"` // median
+	Target           string      `json:"target"`
+	Size             int64       `json:"size"`
+	Ops              []OpSummary `json:"ops"`
+	MemPerFile       *float64    `json:"memory_per_file,omitempty"`        // median
+	MemGrowthPerFile *float64    `json:"memory_growth_per_file,omitempty"` // median
 }
 
 // OpSummary is one step over the rounds that ran it.

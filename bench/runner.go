@@ -77,11 +77,15 @@ func (r *runner) runOne(ctx context.Context, t Target, size int64, round int) (r
 		stop()
 		after := t.Sample()
 		m := measure(res, before, after)
+		prev := before
 		before = after
 		if op.Name == "create" && err == nil && after.hasProc() {
 			rss := after.RSS
 			rec.RSSAfterCreate = &rss
 			rec.MemPerFile = num(float64(rss) / float64(w.TotalFiles()))
+			if m.CPUPer1000 != nil { // both samples are of this daemon
+				rec.MemGrowthPerFile = num(float64(rss-prev.RSS) / float64(w.TotalFiles()))
+			}
 		}
 		switch {
 		case err == nil:

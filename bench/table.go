@@ -103,7 +103,8 @@ func (r *Report) writeDaemons(w io.Writer, size int64) {
 		if !s.hasDaemonFigures() {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s daemon, %s: memory per file after create %s\n", t.Name, sizeName(size), bytesCell(s.MemPerFile))
+		fmt.Fprintf(w, "\n%s daemon, %s: memory per file after create %s (RSS ÷ files; growth during create %s)\n",
+			t.Name, sizeName(size), bytesCell(s.MemPerFile), bytesCell(s.MemGrowthPerFile))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		row(tw, []string{"op", "round trips/file", "requests/file", "CPU s/1000 ops"})
 		for _, o := range s.Ops {
