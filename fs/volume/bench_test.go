@@ -261,3 +261,41 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkInline measures what Options.InlineThreshold trades: heap bytes
+// per file and the cost of reading a file, for files kept inline and the
+// same files in blocks. Run with -benchtime=1x.
+func BenchmarkInline(b *testing.B) {
+	const n = 20000
+	for _, size := range []int{64, 256, 1024, 4096} {
+		for _, inline := range []bool{false, true} {
+			opts := Options{CommitInterval: -1, InlineThreshold: -1}
+			if inline {
+				opts.InlineThreshold = size
+			}
+			b.Run(fmt.Sprintf("%dB/inline=%v", size, inline), func(b *testing.B) {
+				data := pattern(size, 1)
+				for range b.N {
+					v, _, _ := benchVolume(b, n*8192+256<<20, opts)
+					before := heapAfterGC()
+					inos := make([]Ino, n)
+					for i := range n {
+						inos[i] = writeFile(b, v, RootIno, "f"+strconv.Itoa(i), data)
+					}
+					ok(b, v.Sync())
+					heap := float64(heapAfterGC()-before) / n
+					buf := make([]byte, size)
+					start := time.Now()
+					for _, ino := range inos {
+						h := must[*Handle](b)(v.OpenFile(ino, syscall.O_RDONLY))
+						must[int](b)(h.ReadAt(buf, 0))
+						ok(b, h.Release())
+					}
+					b.ReportMetric(float64(time.Since(start).Nanoseconds())/n, "ns/read")
+					b.ReportMetric(heap, "B/file")
+					ok(b, v.Close())
+				}
+			})
+		}
+	}
+}

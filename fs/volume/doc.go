@@ -1,23 +1,51 @@
 // Package volume is the smallfs volume core: a directory tree whose metadata
 // lives entirely in memory, kept crash-safe on one device by a redo log of
-// state-setting records and periodic checkpoints. It has no FUSE in it: the
-// adapter in fs/fuse, fsck, the crash and model tests all drive a *Volume
-// in-process. api.go is the contract with those users.
+// state-setting records (fs/journal) and checkpoints (fs/format). It has no
+// FUSE in it: the adapter in fs/fuse, fsck, the crash and model tests all
+// drive a *Volume in-process. api.go is the contract with those users.
+//
+// # A tour of the source
+//
+//	api.go         the contract: types crossing the boundary, method list
+//	doc.go         this manual
+//	errors.go      sentinels, each unwrapping to a syscall.Errno
+//	options.go     Options, defaults and validation
+//	mkfs.go        Mkfs: layout, first checkpoint, superblocks
+//	open.go        Open (checkpoint, replay, orphans, free space), Close
+//	checkpoint.go  writing checkpoints, superblock slots and their blocks
+//	volume.go      the Volume, commit (append + apply)
+//	apply.go       the one place persistent state changes (live and replay)
+//	inode.go       inodes and the chunked inode table
+//	dir.go         directory index: cookie-ordered entries + name hash index
+//	ns.go          lookup, forget, getattr, mknod, mkdir, symlink, link, unlink
+//	rename.go      rename, NOREPLACE, EXCHANGE, the loop check
+//	setattr.go     setattr (size through the data path)
+//	xattr.go       extended attributes
+//	readdir.go     ReadDir, ReadDirPlus
+//	handle.go      Handle: open, create, read, write, flush, fsync, release
+//	data.go        per-inode dirty chunks, reads of committed data
+//	writeback.go   delayed copy-on-write allocation and write-back
+//	extents.go     extent map surgery
+//	fallocate.go   fallocate, SEEK_DATA / SEEK_HOLE
+//	space.go       the allocator, reservations and deferred frees
+//	sync.go        Sync, Fsync, the periodic commit
+//	statfs.go      StatFS
+//	check.go       Check
+//	acct.go        memory accounting (layer "fs")
 //
 // # The model
 //
 // An inode is a slot in a chunked table indexed by inode number (inode.go);
 // what most inodes lack — a directory index, a symlink target, xattrs,
-// inline data, extents, open-file state — hangs off one optional pointer.
-// A directory (dir.go) keeps its entries in a slice ordered by readdir
-// cookie, plus a name map once it has more than 16 entries.
+// inline data, extents, open-file state — hangs off one optional pointer,
+// dropped again when a file is closed with nothing in it.
 //
 // Every change is a transaction of records from fs/format (an inode's whole
 // attributes, one directory entry set or removed, a whole extent map, ...).
-// An operation validates, builds its records, appends them to the log and
-// applies them with apply (apply.go), the same function recovery uses on the
-// records it reads back. So the state a crash recovers is, by construction,
-// the state the live volume had at that point of the log.
+// An operation validates under the metadata lock, builds its records,
+// appends them to the journal (no I/O) and applies them with apply, the
+// function recovery uses on the records it reads back. So the state a crash
+// recovers is, by construction, a state the live volume had.
 //
 // # Names, cookies and "." / ".."
 //
@@ -27,46 +55,136 @@
 // cookies from 3 up, increasing per directory, and keep them until removed
 // (RenameExchange keeps both names' cookies). A listing resumed from a cookie
 // never returns an entry twice nor skips one present throughout. Lookup
-// accepts "." and ".." for the NFS-style lookups of a parent.
+// accepts "." and ".." (the NFS-style lookup of a parent). After a remount
+// a directory's next cookie restarts above its highest live one.
 //
 // # Inode lifetime
 //
 // An inode lives while it has a link, an open Handle, or (with
 // Options.TrackLookups) a kernel reference counted by entry-returning calls
-// and dropped by Forget. When the last of these goes, one InodeFree record
-// drops it; an unlinked inode still open is kept with nlink 0, and if the
-// volume crashes then, the next Open frees it. Inode numbers are reused with
-// a new generation (the volume-wide counter, restarted above the highest
-// generation found at Open).
+// (Lookup, Create, Mknod, Mkdir, Symlink, Link, accepted ReadDirPlus
+// entries) and dropped by Forget. When the last goes, one InodeFree record
+// drops it and its blocks. An unlinked inode still open is kept with nlink 0;
+// after a crash, Open frees it. Inode numbers are reused with a new
+// generation from a volume-wide counter that Open restarts above the
+// highest generation it loads; a freed inode's generation is not stored, so
+// across a remount an (ino, gen) pair could in principle come back — the
+// kernel's references do not survive a remount, NFS export is unsupported.
+//
+// # Data path
+//
+// Dirty data lives per inode (fileData, shared by all handles) in chunks of
+// 64 KiB from iobuf, each holding the chunk's whole current content (loaded
+// from the device when first touched). Size and mtime run ahead of the
+// committed inode until write-back. Blocks are reserved at write time, so
+// ENOSPC is reported by WriteAt and never by write-back; a write that finds
+// space only among frees waiting for a commit commits and retries.
+//
+// Write-back (Flush or Release of the last writer, Fsync, SetAttr, the
+// periodic commit, or DirtyThreshold dirty bytes) allocates each run of
+// dirty chunks as few extents as possible near the directory's cursor (the
+// end of the last extent placed for that directory; a directory that has
+// placed nothing starts at a home hashed from its inode number), writes the
+// data, and only then commits the new extent map: copy-on-write, committed
+// blocks are never overwritten. Replaced blocks are freed after the commit
+// that dropped them is durable (alloc.FreeDeferred + journal OnDurable), so
+// a crash never shows a torn small file or another file's old data.
+//
+// Device bytes past the end of a file in its last block are stale; reads
+// stop at the size, and any size increase first makes that block's chunk
+// dirty, so the stale bytes are rewritten as zeros.
+//
+// # Inline data
+//
+// Files of at most Options.InlineThreshold bytes (default 128) live in an
+// InlineRec and in memory: no block, no device write at creation, no device
+// read. BenchmarkInline, 20,000 files, medians of 3 (2026-11-30, 2-core
+// shared VM): heap per file in blocks 348 B whatever the size; inline 388 B
+// at 64 B, 580 B at 256 B, 1,348 B at 1 KiB; open+read+close 2.7 µs from
+// blocks (page cache; a disk read is ~100 µs) against 1.0 µs inline. Inline
+// data is paid in RAM for the life of the mount, so the default stops where
+// it costs about a name's worth of heap over a block file (and saves a 4 KiB
+// block and a device write per file).
+//
+// # Durability
+//
+// Fsync(file) writes the file back and syncs the journal: everything
+// appended so far (its data, size and names included) is durable, and
+// concurrent fsyncs share the journal's group commit. The periodic commit
+// (Options.CommitInterval, default 5 s) writes back every dirty file and
+// syncs, bounding what a crash without fsync loses; it also checkpoints
+// once the log is half full (a full log checkpoints inline and retries).
+// Close writes back, checkpoints, and marks the superblock clean: the next
+// Open replays nothing. Open clears the clean flag before appending.
+// rename over an existing name is one transaction: old xor new after a
+// crash.
+//
+// A checkpoint is the stream of records rebuilding the committed metadata,
+// written into freshly allocated blocks; the superblock flip makes it
+// current and lets the journal reuse the log before it. The checkpoints
+// named by both superblock slots stay allocated (a torn write of one slot
+// falls back to the other); a checkpoint named by neither is freed.
 //
 // # Locking
 //
 // Lock order, outermost first:
 //
-//  1. a file's data lock (fileData.mu), taken by reads, writes, flush and
-//     truncate of that file;
+//  1. a file's data lock (fileData.mu), taken by reads (shared), writes,
+//     write-back and truncate of that file;
 //  2. Volume.mu, the metadata RWMutex: readers for lookups, getattr,
 //     readdir, xattr reads; the writer for every change;
-//  3. leaf locks: the space counters (space.mu) and the allocator's own.
+//  3. Volume.ckptMu (checkpoints and superblock writes), then the leaf
+//     locks: space.mu, Volume.dirtyMu, the allocator's and the journal's.
 //
-// The metadata lock is never held across device I/O or a journal sync:
-// data is written with only the data lock held, then the metadata lock is
-// taken briefly to append and apply the record. ReadDir callbacks run under
-// the read lock and must not call the volume (a writer waiting on the
-// RWMutex would deadlock them). Lookup counts are atomics, bumped under the
-// read lock.
+// File data is written with only the data lock held; the metadata lock is
+// then taken briefly to append and apply the record, and never held across
+// a journal Sync. The exception is a checkpoint: it holds the metadata
+// lock (shared when periodic, exclusive at Close or when the log is full)
+// across its device writes, so changes wait for it. ReadDir and
+// ReadDirPlus callbacks run under the read lock and must not call the
+// volume (a writer queued on the RWMutex would deadlock them). Lookup
+// counts are atomics, bumped under the read lock.
 //
 // # Errors
 //
 // Every error wraps one sentinel of errors.go, each of which unwraps to its
 // syscall.Errno: errors.Is(err, syscall.ENOENT) and errors.As(err, &errno)
 // work, and the FUSE edge converts once. Operation errors are *fs.PathError
-// with the operation and the name. ErrCorrupt marks inconsistent on-disk
-// metadata. A failed call changes nothing.
+// with the operation and the name. ErrCorrupt (EIO) marks inconsistent
+// on-disk metadata; Open wraps the format package's errors as well, so both
+// errors.Is(err, ErrCorrupt) and errors.Is(err, format.ErrNoValidSuperblock)
+// hold. A failed call changes nothing. A write-back that fails at Release
+// drops the file's dirty data and returns the error (as close(2) reports
+// writeback errors).
 //
 // # Check
 //
 // Check walks the whole tree and the allocator and returns every problem it
-// finds (see check.go for the list). Tests register it in t.Cleanup for
-// every volume they create and keep the image of a failing volume.
+// finds: entries naming missing inodes, link counts, directories with a
+// wrong parent or two names, orphans nothing keeps, inline data or extents
+// disagreeing with the size or the file type, extent maps overlapping
+// themselves, blocks owned twice, owned and free, or neither (leaked), and
+// the free-space counters against the allocator. Tests register it for
+// every volume they create (closing, reopening and checking again) and keep
+// the image of a failing volume in a file whose path they print.
+//
+// # Memory
+//
+// Figures of BenchmarkMemoryPerFile (heap after GC, 2026-11-30, 2-core
+// shared VM), beyond the name: 163 B per empty file in a directory of 10^6
+// (aim 200 B): inode slot 80 B, entry 32 B in the cookie-ordered slice and
+// 16 B per hash-index slot, with slack from slice and map growth; 296 B per
+// 4 KiB file (the extension holding the extent map and the map itself).
+// Directories of up to 16 entries have no index (a scan is cheaper than a
+// map). Layer "fs" of Options.Accounting reports the live figures.
+//
+// # Costs
+//
+// Lookup: one hash and one map probe (or a scan of at most 16 entries).
+// ReadDir: a binary search, then O(entries listed). Create+write+close of a
+// small file: two transactions (the create; the inode and its extent map
+// at write-back), one device write, no device read. Read of a committed
+// file: one device read per extent touched, none when inline or dirty.
+// Open: O(records in the checkpoint and in the log since). Check and a
+// checkpoint: O(inodes + entries + extents). Figures: docs/PERFORMANCE.md.
 package volume
