@@ -212,10 +212,11 @@ func (m *mounted) finish() error {
 	if m.metrics != nil {
 		_ = m.metrics.Close()
 	}
+	start := time.Now()
 	if err := m.sess.Close(); err != nil {
 		m.log.WithError(err).Error("closing the volume failed: the device is not marked clean; run smallfs fsck")
 		return fmt.Errorf("%s: close: %w", m.p.Device, err)
 	}
-	m.log.Info("unmounted; device marked clean")
+	m.log.WithField("close_took", time.Since(start).Round(time.Millisecond)).Info("unmounted; device marked clean")
 	return nil
 }
