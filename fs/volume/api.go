@@ -23,11 +23,13 @@ import "strconv"
 //     sticky-bit check; permission checks against mode bits are the kernel's
 //     (default_permissions), not the volume's.
 //
-// Methods (names fixed; parameters may grow an options struct):
+// Methods (names fixed; parameters may grow an options struct). Flag
+// constants: RenameNoReplace/RenameExchange, XattrCreate/XattrReplace,
+// FallocKeepSize, SeekData/SeekHole; open flags are syscall.O_*.
 //
-//	Mkfs(dev device.Device, opts MkfsOptions) error
+//	Mkfs(dev device.Device, opts MkfsOptions) error      // does not close dev
 //	Open(dev device.Device, opts Options) (*Volume, error)
-//	(*Volume) Close() error                       // flush, checkpoint, mark clean
+//	(*Volume) Close() error                       // flush, checkpoint, mark clean; not dev
 //	(*Volume) Lookup(ctx Context, parent Ino, name string) (Attr, error)
 //	(*Volume) Forget(ino Ino, n uint64)
 //	(*Volume) GetAttr(ino Ino) (Attr, error)
@@ -40,9 +42,9 @@ import "strconv"
 //	(*Volume) Rmdir(ctx Context, parent Ino, name string) error
 //	(*Volume) Rename(ctx Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) error
 //	(*Volume) Readlink(ino Ino) (string, error)
-//	(*Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags uint32) (Attr, *Handle, error)
+//	(*Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags uint32) (Attr, *Handle, error) // existing name: EEXIST with O_EXCL, else opened
 //	(*Volume) OpenFile(ino Ino, flags uint32) (*Handle, error)
-//	(*Handle) ReadAt(p []byte, off int64) (int, error)   // holes read as zeros; short at EOF
+//	(*Handle) ReadAt(p []byte, off int64) (int, error)   // holes read as zeros; short + io.EOF at EOF
 //	(*Handle) ReadPlan(off int64, n int) (ReadPlan, error) // zero-copy: device range, or bytes
 //	(*Handle) WriteAt(p []byte, off int64) (int, error)  // O_APPEND handled by caller offset
 //	(*Handle) Flush() error                              // delayed allocation happens here at latest
@@ -50,6 +52,7 @@ import "strconv"
 //	(*Handle) Release() error
 //	(*Volume) Fsync(ino Ino, datasync bool) error        // also for directories (fsyncdir)
 //	(*Volume) ReadDir(dir Ino, cookie uint64, fn func(DirEntry) bool) error
+//	(*Volume) ReadDirPlus(dir Ino, cookie uint64, fn func(DirEntry, Attr) bool) error // accepted entries count as lookups
 //	(*Volume) StatFS() StatFS
 //	(*Volume) SetXattr(ino Ino, name string, value []byte, flags uint32) error
 //	(*Volume) GetXattr(ino Ino, name string) ([]byte, error)

@@ -116,6 +116,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	ok(t, o.Release())
 	ok(t, h.Release())
+	checkOK(t, v, must[*device.Mem](t)(c.Crash(device.KeepUnflushed)), "at the end")
 	ok(t, v.Close())
 }
 
