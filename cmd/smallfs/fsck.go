@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -58,9 +57,7 @@ func (a *app) fsck(args []string) int {
 		r.Status = fsckUncorrected
 	}
 	if o.json {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(r)
+		err = a.writeJSON(r)
 	} else {
 		err = r.writeText(a.stdout)
 	}

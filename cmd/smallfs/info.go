@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -65,9 +64,7 @@ func (a *app) info(args []string) int {
 		return a.failf(exitError, "info: %v", err)
 	}
 	if o.json {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(inf)
+		err = a.writeJSON(inf)
 	} else {
 		err = inf.writeText(a.stdout)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -75,6 +76,13 @@ func (a *app) run(argv []string) int {
 		}
 	}
 	return a.helper(args)
+}
+
+// writeJSON prints v as indented JSON, the --json form of every command.
+func (a *app) writeJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // failf prints one error line and returns code.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,9 +50,7 @@ func (a *app) stats(args []string) int {
 			return a.failf(exitError, "stats: %s: %v", pos[0], err)
 		}
 		if o.json {
-			enc := json.NewEncoder(a.stdout)
-			enc.SetIndent("", "  ")
-			err = enc.Encode(st)
+			err = a.writeJSON(st)
 		} else {
 			if prev != nil {
 				fmt.Fprintf(a.stdout, "\n--- %s\n", st.Taken.Format(time.RFC3339))

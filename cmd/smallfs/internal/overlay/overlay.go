@@ -35,17 +35,14 @@ func (d *Device) ReadAt(p []byte, off int64) (int, error) {
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	for n := 0; n < len(p); {
-		pg, in := (off+int64(n))/pageSize, (off+int64(n))%pageSize
-		chunk := min(len(p)-n, pageSize-int(in))
+	return walk(p, off, func(part []byte, pg, in int64) error {
 		if page, ok := d.pages[pg]; ok {
-			copy(p[n:n+chunk], page[in:])
-		} else if _, err := d.base.ReadAt(p[n:n+chunk], off+int64(n)); err != nil {
-			return n, err
+			copy(part, page[in:])
+			return nil
 		}
-		n += chunk
-	}
-	return len(p), nil
+		_, err := d.base.ReadAt(part, pg*pageSize+in)
+		return err
+	})
 }
 
 // WriteAt copies p into the overlay's pages.
@@ -55,18 +52,30 @@ func (d *Device) WriteAt(p []byte, off int64) (int, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for n := 0; n < len(p); {
-		pg, in := (off+int64(n))/pageSize, (off+int64(n))%pageSize
-		chunk := min(len(p)-n, pageSize-int(in))
+	return walk(p, off, func(part []byte, pg, in int64) error {
 		page, ok := d.pages[pg]
 		if !ok {
 			page = make([]byte, min(pageSize, d.base.Size()-pg*pageSize))
 			if _, err := d.base.ReadAt(page, pg*pageSize); err != nil {
-				return n, err
+				return err
 			}
 			d.pages[pg] = page
 		}
-		copy(page[in:], p[n:n+chunk])
+		copy(page[in:], part)
+		return nil
+	})
+}
+
+// walk cuts p, which lies at off, at page boundaries and calls fn with
+// each part, its page number and its offset in the page. It returns the
+// bytes handled before the first error.
+func walk(p []byte, off int64, fn func(part []byte, pg, in int64) error) (int, error) {
+	for n := 0; n < len(p); {
+		pg, in := (off+int64(n))/pageSize, (off+int64(n))%pageSize
+		chunk := min(len(p)-n, pageSize-int(in))
+		if err := fn(p[n:n+chunk], pg, in); err != nil {
+			return n, err
+		}
 		n += chunk
 	}
 	return len(p), nil
