@@ -1,11 +1,15 @@
 package tests
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -23,8 +27,9 @@ var (
 
 // BenchmarkMemoryPerFile creates -bench.files empty files (1000 per
 // directory) on a daemon process, runs ls -lR over them, and reports the
-// daemon's memory per file: live heap after a full collection, and
-// resident size, both net of the freshly mounted daemon's.
+// daemon's memory per file, net of the freshly mounted daemon's: live heap
+// and resident size after a full collection, and peak resident size (what
+// the garbage collector's headroom costs on top).
 func BenchmarkMemoryPerFile(b *testing.B) {
 	for range b.N {
 		dir := b.TempDir()
@@ -33,7 +38,7 @@ func BenchmarkMemoryPerFile(b *testing.B) {
 		makeImage(b, img, max(int64(n)*2048, 1<<30))
 		must(b, os.Mkdir(mnt, 0o755))
 		d := startDaemon(b, img, mnt, sfuse.ReadDirPlusAuto)
-		heap0, rss0 := d.memory(b)
+		heap0, rss0, _ := d.memory(b)
 
 		const perDir = 1000
 		for i := range (n + perDir - 1) / perDir {
@@ -45,10 +50,11 @@ func BenchmarkMemoryPerFile(b *testing.B) {
 		ls := exec.Command("ls", "-lR", mnt)
 		ls.Stdout, ls.Env = nil, append(os.Environ(), "LC_ALL=C")
 		must(b, ls.Run())
-		heap, rss := d.memory(b)
+		heap, rss, peak := d.memory(b)
 		d.stop(b)
 		b.ReportMetric(float64(heap-heap0)/float64(n), "heap-B/file")
 		b.ReportMetric(float64(rss-rss0)/float64(n), "rss-B/file")
+		b.ReportMetric(float64(peak-rss0)/float64(n), "peak-rss-B/file")
 	}
 }
 
@@ -90,5 +96,70 @@ func BenchmarkList(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkSmallFiles runs smallfile-style phases over -bench.small files
+// of 4 KiB in one directory, one phase per sub-benchmark, and reports
+// files per second and the FUSE requests each file cost. Phases that need
+// files find them made (untimed) and the mount fresh, so the kernel's caches
+// are cold as after a remount.
+var benchSmall = flag.Int("bench.small", 5000, "files per BenchmarkSmallFiles phase")
+
+func BenchmarkSmallFiles(b *testing.B) {
+	data := pattern(1, 4096)
+	phases := []struct {
+		name    string
+		prepare bool
+		op      func(p string) error
+	}{
+		{"create", false, func(p string) error { return os.WriteFile(p, data, 0o644) }},
+		{"read", true, func(p string) error { _, err := os.ReadFile(p); return err }},
+		{"append", true, func(p string) error {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			_, err = f.Write(data[:1024])
+			return errors.Join(err, f.Close())
+		}},
+		{"stat", true, func(p string) error { _, err := os.Lstat(p); return err }},
+		{"chmod", true, func(p string) error { return os.Chmod(p, 0o600) }},
+		{"delete", true, os.Remove},
+	}
+	for _, ph := range phases {
+		b.Run(ph.name, func(b *testing.B) {
+			n := *benchSmall
+			var reqs uint64
+			for range b.N {
+				b.StopTimer()
+				m := newMount(b)
+				paths := make([]string, n)
+				for i := range paths {
+					paths[i] = m.path(fmt.Sprintf("f%06d", i))
+					if ph.prepare {
+						must(b, os.WriteFile(paths[i], data, 0o644))
+					}
+				}
+				if ph.prepare {
+					m.remount()
+				}
+				before := m.requestCounts()
+				b.StartTimer()
+				parallel(b, 2, n, func(i int) error { return ph.op(paths[i]) })
+				b.StopTimer()
+				after := m.requestCounts()
+				var mix []string
+				for _, op := range slices.Sorted(maps.Keys(after)) {
+					if d := after[op] - before[op]; d > 0 {
+						reqs += d
+						mix = append(mix, fmt.Sprintf("%s %.2f", op, float64(d)/float64(n)))
+					}
+				}
+				b.Logf("requests per file: %s", strings.Join(mix, ", "))
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "files/s")
+			b.ReportMetric(float64(reqs)/float64(n*b.N), "req/file")
+		})
 	}
 }

@@ -30,8 +30,8 @@ const (
 )
 
 // runDaemon is the daemon's main. It prints "ready" once the mount answers;
-// on SIGUSR1 it collects garbage and prints "mem <heap-in-use> <rss>" in
-// bytes; SIGTERM unmounts. It returns the exit code.
+// on SIGUSR1 it collects garbage and prints "mem <heap-in-use> <rss>
+// <peak-rss>" in bytes; SIGTERM unmounts. It returns the exit code.
 func runDaemon() int {
 	mnt, img := os.Getenv(daemonEnv), os.Getenv(daemonImageEnv)
 	dev, err := device.Open(img, device.Options{})
@@ -67,7 +67,7 @@ func runDaemon() int {
 			debug.FreeOSMemory()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			fmt.Printf("mem %d %d\n", ms.HeapInuse, rss())
+			fmt.Printf("mem %d %d %d\n", ms.HeapInuse, procStatus("VmRSS:"), procStatus("VmHWM:"))
 		case <-srv.Done():
 			if err := vol.Close(); err != nil {
 				fmt.Fprintln(os.Stderr, "daemon: close:", err)
@@ -78,11 +78,12 @@ func runDaemon() int {
 	}
 }
 
-// rss returns the resident set size of this process in bytes.
-func rss() int64 {
+// procStatus returns a size field of /proc/self/status ("VmRSS:") in
+// bytes.
+func procStatus(field string) int64 {
 	b, _ := os.ReadFile("/proc/self/status")
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			var kb int64
 			fmt.Sscan(rest, &kb)
 			return kb << 10
@@ -165,17 +166,17 @@ func (d *daemon) stop(t testing.TB) {
 	}
 }
 
-// memory asks the daemon for its live heap and resident size, in bytes,
-// after a full garbage collection.
-func (d *daemon) memory(t testing.TB) (heap, rss int64) {
+// memory asks the daemon for its live heap after a full collection, its
+// resident size then, and its peak resident size, in bytes.
+func (d *daemon) memory(t testing.TB) (heap, rss, peak int64) {
 	t.Helper()
 	_ = d.cmd.Process.Signal(syscall.SIGUSR1)
 	line, err := d.line()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fmt.Sscanf(line, "mem %d %d", &heap, &rss); err != nil {
+	if _, err := fmt.Sscanf(line, "mem %d %d %d", &heap, &rss, &peak); err != nil {
 		t.Fatalf("daemon memory line %q: %v", line, err)
 	}
-	return heap, rss
+	return heap, rss, peak
 }

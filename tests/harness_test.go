@@ -199,6 +199,18 @@ func (m *fsMount) requests(op string) uint64 {
 	return c.Value
 }
 
+// requestCounts returns the requests the mount has served, by opcode.
+func (m *fsMount) requestCounts() map[string]uint64 {
+	l, _ := m.reg.Snapshot().Layer(sfuse.Layer)
+	counts := map[string]uint64{}
+	for _, c := range l.Counters {
+		if op, ok := strings.CutPrefix(c.Name, "op-"); ok {
+			counts[op] = c.Value
+		}
+	}
+	return counts
+}
+
 // unmountServer unmounts srv and waits for its serve loop. A mount that
 // stays busy is detached (MNT_DETACH); a connection that still does not end
 // is aborted through fusectl, so no test leaves a hung mount behind.

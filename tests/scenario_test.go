@@ -368,3 +368,68 @@ func TestPermissions(t *testing.T) {
 		t.Errorf("another user reaching a mount without allow_other: %q %v", out, err)
 	}
 }
+
+// TestPrivilegeClearing: writes and truncates by an unprivileged user, and
+// chown by anyone, clear set-user-ID and (with group execute) set-group-ID,
+// as on a local filesystem; root's writes keep them. smallfs does this
+// itself (FUSE_HANDLE_KILLPRIV_V2), so the kernel need not ask for
+// security.capability before every write.
+func TestPrivilegeClearing(t *testing.T) {
+	m := newMount(t, func(c *config) { c.mount.AllowOther = true })
+	openPath(t, m.Dir)
+	mode := func(name string) uint32 { return lstat(t, m.path(name)).Mode & 0o7777 }
+	for _, c := range []struct {
+		name      string
+		from, to  uint32
+		asNobody  []string
+		asRootErr error
+	}{
+		{"write", 0o6777, 0o0777, []string{"sh", "-c", "echo x >> $0"}, nil},
+		{"write-sgid-without-group-x", 0o6767, 0o2767, []string{"sh", "-c", "echo x >> $0"}, nil},
+		{"truncate", 0o6777, 0o0777, []string{"truncate", "-s", "0"}, nil},
+		{"open-trunc", 0o4777, 0o0777, []string{"sh", "-c", "echo x > $0"}, nil},
+	} {
+		writeFile(t, m.path(c.name), []byte("data"))
+		must(t, syscall.Chmod(m.path(c.name), c.from))
+		if out, err := asNobody(c.asNobody[0], append(c.asNobody[1:], m.path(c.name))...); err != nil {
+			t.Errorf("%s as nobody: %v %s", c.name, err, out)
+		}
+		if got := mode(c.name); got != c.to {
+			t.Errorf("%s by an unprivileged user: mode %o, want %o", c.name, got, c.to)
+		}
+	}
+	writeFile(t, m.path("root"), nil)
+	must(t, syscall.Chmod(m.path("root"), 0o6755))
+	f, err := os.OpenFile(m.path("root"), os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = f.Write([]byte("root may"))
+	must(t, err)
+	must(t, f.Close())
+	if got := mode("root"); got != 0o6755 {
+		t.Errorf("write by root: mode %o, want 6755", got)
+	}
+	must(t, os.Chown(m.path("root"), 1, 1))
+	if got := mode("root"); got != 0o0755 {
+		t.Errorf("chown: mode %o, want 755", got)
+	}
+	must(t, os.Mkdir(m.path("dir"), 0o755))
+	must(t, syscall.Chmod(m.path("dir"), 0o2755))
+	must(t, os.Chown(m.path("dir"), 1, 1))
+	if got := mode("dir"); got != 0o2755 {
+		t.Errorf("chown of a directory: mode %o, want 2755 kept", got)
+	}
+
+	// Only the first write to a cached inode asks for security.capability.
+	writeFile(t, m.path("hot"), nil)
+	before := m.requests("GETXATTR")
+	for range 10 {
+		f, err := os.OpenFile(m.path("hot"), os.O_WRONLY|os.O_APPEND, 0)
+		must(t, err)
+		_, err = f.Write([]byte("more"))
+		must(t, err)
+		must(t, f.Close())
+	}
+	if got := m.requests("GETXATTR") - before; got > 1 {
+		t.Errorf("%d GETXATTR requests for 10 appends to a cached inode, want at most 1", got)
+	}
+}

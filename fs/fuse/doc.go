@@ -34,10 +34,12 @@
 // the volume never does), allow_other only with Options.AllowOther,
 // read-only mounts with Options.ReadOnly ("ro": the kernel refuses every
 // change with EROFS). Security labels are ignored unless
-// Options.SecurityLabels: GETXATTR of security.capability and the POSIX ACL
-// names is answered "none" by go-fuse without reaching the volume, and
-// SETXATTR in the security. and system.posix_acl_ namespaces fails with
-// EOPNOTSUPP, so what is stored always matches what is reported.
+// Options.SecurityLabels: GETXATTR in the security. and system.posix_acl_
+// namespaces is answered "none" without reaching the volume, and SETXATTR
+// there fails with EOPNOTSUPP, so what is stored always matches what is
+// reported. (The kernel still asks: ls -l costs one GETXATTR
+// "security.selinux" per entry, and the first write to a file one
+// "security.capability".)
 //
 // # Errors
 //

@@ -28,7 +28,16 @@ func (fs *fileSystem) openFlags(flags uint32) uint32 {
 
 func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	fs.begin(opCreate)
-	a, h, err := fs.vol.Create(caller(&in.InHeader), volume.Ino(in.NodeId), name, in.Mode, in.Flags)
+	ctx := caller(&in.InHeader)
+	a, h, err := fs.vol.Create(ctx, volume.Ino(in.NodeId), name, in.Mode, in.Flags)
+	if err == nil && in.OpenFlags&fuse.OPEN_KILL_SUIDGID != 0 {
+		// An existing file opened with O_TRUNC.
+		if err = fs.killPriv(ctx, a.Ino); err != nil {
+			h.Release()
+		} else {
+			a, err = fs.vol.GetAttr(a.Ino)
+		}
+	}
 	if err == nil {
 		fs.setEntry(&out.EntryOut, &a)
 		out.Fh = fs.files.add(h)
@@ -40,6 +49,11 @@ func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, 
 func (fs *fileSystem) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	fs.begin(opOpen)
 	h, err := fs.vol.OpenFile(volume.Ino(in.NodeId), in.Flags)
+	if err == nil && in.Mode&fuse.OPEN_KILL_SUIDGID != 0 {
+		if err = fs.killPriv(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
+			h.Release()
+		}
+	}
 	if err == nil {
 		out.Fh = fs.files.add(h)
 		out.OpenFlags = fs.openFlags(in.Flags)
@@ -83,6 +97,11 @@ func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 	h := fs.files.get(in.Fh)
 	if h == nil {
 		return 0, fs.done(opWrite, in.NodeId, errBadHandle)
+	}
+	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
+		if err := fs.killPriv(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
+			return 0, fs.done(opWrite, in.NodeId, err)
+		}
 	}
 	n, err := h.WriteAt(data, int64(in.Offset))
 	return uint32(n), fs.done(opWrite, in.NodeId, err)

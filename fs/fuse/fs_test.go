@@ -495,3 +495,16 @@ func TestOptions(t *testing.T) {
 		t.Errorf("read-only mount options: %+v", mo)
 	}
 }
+
+func TestPrivBits(t *testing.T) {
+	for _, c := range []struct{ mode, want uint32 }{
+		{syscall.S_IFREG | 0o6755, 0o0755}, // suid, and sgid with group execute
+		{syscall.S_IFREG | 0o6745, 0o2745}, // sgid without group execute stays
+		{syscall.S_IFREG | 0o0644, 0o0644},
+		{syscall.S_IFREG | 0o1777, 0o1777}, // sticky is not a privilege
+	} {
+		if got := privBits(c.mode); got != c.want {
+			t.Errorf("privBits(%o) = %o, want %o", c.mode, got, c.want)
+		}
+	}
+}

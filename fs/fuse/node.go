@@ -43,7 +43,12 @@ func (fs *fileSystem) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 
 func (fs *fileSystem) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
 	fs.begin(opSetAttr)
-	a, err := fs.vol.SetAttr(caller(&in.InHeader), volume.Ino(in.NodeId), setAttrIn(in))
+	s := setAttrIn(in)
+	err := fs.killPrivSetAttr(in, &s)
+	var a volume.Attr
+	if err == nil {
+		a, err = fs.vol.SetAttr(caller(&in.InHeader), volume.Ino(in.NodeId), s)
+	}
 	if err == nil {
 		fs.setAttrOut(out, &a)
 	}
@@ -52,7 +57,8 @@ func (fs *fileSystem) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 
 // setAttrIn translates the kernel's SETATTR into the volume's. FATTR_FH and
 // FATTR_LOCKOWNER only say which open file asked; FATTR_CTIME comes only
-// with the writeback cache, which smallfs does not negotiate.
+// with the writeback cache, which smallfs does not negotiate;
+// FATTR_KILL_SUIDGID is killPrivSetAttr's.
 func setAttrIn(in *fuse.SetAttrIn) volume.SetAttrIn {
 	var s volume.SetAttrIn
 	v := in.Valid

@@ -71,7 +71,6 @@ func (o *Options) mountOptions() *fuse.MountOptions {
 		MaxBackground:           o.MaxBackground,
 		MaxInflightRequestBytes: o.MaxInflightRequestBytes,
 		MaxWrite:                o.MaxWrite,
-		IgnoreSecurityLabels:    !o.SecurityLabels,
 		FsName:                  o.FsName,
 		Name:                    "smallfs",
 		// Symlink targets never change (a new target is a new inode), so
@@ -84,8 +83,9 @@ func (o *Options) mountOptions() *fuse.MountOptions {
 		Logger:      log.New(logWriter{o.Logger, o.Debug}, "", 0),
 	}
 	// O_TRUNC travels with OPEN (the volume truncates there) instead of
-	// costing a SETATTR before it.
-	mo.ExtraCapabilities = fuse.CAP_ATOMIC_O_TRUNC
+	// costing a SETATTR before it; privileges are cleared here, not
+	// after a GETXATTR before every write (killpriv.go).
+	mo.ExtraCapabilities = fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2
 	if o.ReadDirPlus == ReadDirPlusAuto {
 		mo.ExtraCapabilities |= fuse.CAP_READDIRPLUS_AUTO
 	}
