@@ -101,7 +101,7 @@ func readInfo(path string) (*deviceInfo, error) {
 		NextIno: sb.NextIno,
 	}
 	if !mounted {
-		if inf.Usage, err = readUsage(path, dev); err != nil {
+		if inf.Usage, err = volumeUsage(path, dev); err != nil {
 			return nil, err
 		}
 	}

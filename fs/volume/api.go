@@ -54,6 +54,7 @@ import "strconv"
 //	(*Volume) ReadDir(dir Ino, cookie uint64, fn func(DirEntry) bool) error
 //	(*Volume) ReadDirPlus(dir Ino, cookie uint64, fn func(DirEntry, Attr) bool) error // accepted entries count as lookups
 //	(*Volume) StatFS() StatFS
+//	(*Volume) AllocStats() alloc.Stats                   // free extents, fragmentation, histogram
 //	(*Volume) SetXattr(ino Ino, name string, value []byte, flags uint32) error
 //	(*Volume) GetXattr(ino Ino, name string) ([]byte, error)
 //	(*Volume) ListXattr(ino Ino) ([]string, error)
