@@ -34,8 +34,8 @@ func (r *Report) SVG() []byte {
 		chartWidth, height, chartWidth, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="16" font-weight="bold">%s</text>`+"\n", plotLeft,
-		esc(fmt.Sprintf("smallfs bench: files/s per operation (log scale), %d threads × %d files, median of %d round(s)",
-			r.Workload.Threads, r.Workload.Files, r.Workload.Rounds)))
+		esc(fmt.Sprintf("smallfs bench: files/s per operation (log scale), %d threads × %s files, median of %d round(s)",
+			r.Workload.Threads, thousands(float64(r.Workload.Files)), r.Workload.Rounds)))
 	fmt.Fprintf(&b, `<text x="%d" y="36" fill="#555">%s</text>`+"\n", plotLeft,
 		esc(fmt.Sprintf("%s · %d CPUs, Linux %s · fsync %s · whiskers: slowest to fastest round · labels: %s ÷ target",
 			r.Date.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, onOff(r.Workload.Fsync), r.Base)))

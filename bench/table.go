@@ -15,8 +15,8 @@ import (
 // the base target to each other one; then MB/s, the daemons' figures, and
 // what was skipped or failed.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "smallfs bench: %d threads × %d files, %d files/dir, fsync %s, %d round(s); %s; %d CPUs, Linux %s, %s\n",
-		r.Workload.Threads, r.Workload.Files, r.Workload.FilesPerDir, onOff(r.Workload.Fsync),
+	fmt.Fprintf(w, "smallfs bench: %d threads × %s files, %d files/dir, fsync %s, %d round(s); %s; %d CPUs, Linux %s, %s\n",
+		r.Workload.Threads, thousands(float64(r.Workload.Files)), r.Workload.FilesPerDir, onOff(r.Workload.Fsync),
 		r.Workload.Rounds, r.Date.Format("2006-01-02 15:04 MST"), r.Machine.CPUs, r.Machine.Kernel, r.Machine.Go)
 	for _, t := range r.Targets {
 		fmt.Fprintf(w, "  %-14s %s\n", t.Name, t.Detail)
