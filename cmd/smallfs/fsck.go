@@ -44,7 +44,7 @@ func (a *app) fsck(args []string) int {
 	}
 	defer dev.Close()
 	r := fsckReport{Device: path, Repair: o.repair}
-	r.Problems, r.Remaining, err = checkVolume(path, dev, o.repair, a.status("fsck"))
+	r.Problems, r.Remaining, err = fsckVolume(path, dev, o.repair, a.status("fsck"))
 	if err != nil {
 		return a.failf(fsckOperational, "fsck: %v", err)
 	}

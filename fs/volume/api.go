@@ -62,6 +62,7 @@ import "strconv"
 //	(*Volume) Fallocate(ino Ino, mode uint32, off, length int64) error
 //	(*Volume) Lseek(ino Ino, off int64, whence int) (int64, error) // SEEK_DATA / SEEK_HOLE
 //	(*Volume) Check() []Problem
+//	(*Volume) Recovery() Recovery                        // what Open replayed and freed
 //	(*Volume) Sync() error                               // commit everything now
 
 // Ino is an inode number. RootIno is the root directory.
@@ -160,4 +161,11 @@ func (p Problem) String() string {
 		return p.What
 	}
 	return "inode " + strconv.FormatUint(uint64(p.Ino), 10) + ": " + p.What
+}
+
+// Recovery is what Open did to bring the volume to a consistent state.
+type Recovery struct {
+	Clean        bool   // closed cleanly: the log was not replayed
+	Transactions uint64 // log transactions replayed after a crash
+	Orphans      []Ino  // inodes without links a crash left behind, freed
 }

@@ -3,6 +3,7 @@ package volume
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/smallfs/smallfs/alloc"
@@ -89,6 +90,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 	}
 	v.refs[sb.Slot] = ck
 	head := journal.Position{Block: sb.LogHead, Prev: sb.LogPrev}
+	v.recovery.Clean = sb.Clean()
 	if sb.Clean() {
 		return head, sb.LogSeq, nil
 	}
@@ -108,6 +110,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 		}
 		return journal.Position{}, 0, fmt.Errorf("replay: %w", err)
 	}
+	v.recovery.Transactions = next - sb.LogSeq
 	v.opts.Logger.WithField("transactions", next-sb.LogSeq).Info("log replayed")
 	return head, next, nil
 }
@@ -149,10 +152,20 @@ func (v *Volume) freeOrphans() error {
 			return err
 		}
 	}
+	v.recovery.Orphans = orphans
 	if len(orphans) > 0 {
 		v.opts.Logger.WithField("count", len(orphans)).Info("freed orphan inodes")
 	}
 	return nil
+}
+
+// Recovery reports what Open did to make the volume consistent: whether it
+// had been closed cleanly, how many log transactions it replayed and which
+// orphan inodes it freed. fsck reports these as problems found and fixed.
+func (v *Volume) Recovery() Recovery {
+	r := v.recovery
+	r.Orphans = slices.Clone(r.Orphans)
+	return r
 }
 
 // Close writes back every dirty file, writes a checkpoint, marks the volume

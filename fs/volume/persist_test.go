@@ -3,6 +3,7 @@ package volume
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -67,6 +68,9 @@ func TestCleanCloseSkipsReplay(t *testing.T) {
 	clear(dev.Bytes()[sb.Log.Start*bs : sb.Log.End()*bs])
 	v, err = Open(dev.Reopen(), Options{CommitInterval: -1})
 	ok(t, err)
+	if rec := v.Recovery(); !rec.Clean || rec.Transactions != 0 || rec.Orphans != nil {
+		t.Fatalf("recovery after a clean close: %+v", rec)
+	}
 	if !bytes.Equal(readFile(t, v, ino), pattern(9000, 1)) {
 		t.Fatal("content lost with the log of a clean volume")
 	}
@@ -108,6 +112,9 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		if _, err := r.GetAttr(orphan); !errors.Is(err, syscall.ENOENT) {
 			t.Fatalf("%v: orphan inode survives: %v", mode, err)
+		}
+		if rec := r.Recovery(); rec.Clean || rec.Transactions == 0 || !slices.Equal(rec.Orphans, []Ino{orphan}) {
+			t.Fatalf("%v: recovery %+v, want replayed transactions and orphan %d freed", mode, rec, orphan)
 		}
 		if _, err := r.Lookup(root, RootIno, "lost"); mode == device.DropUnflushed && err == nil {
 			t.Fatalf("%v: unsynced file survived a crash that dropped unflushed writes", mode)

@@ -39,6 +39,8 @@ type Volume struct {
 	now     func() int64 // the clock, in Unix ns
 	acct    acct
 
+	recovery Recovery // what Open did; set before Open returns, then read-only
+
 	dirtyMu sync.Mutex // leaf lock guarding dirty
 	dirty   map[Ino]*fileData
 }
