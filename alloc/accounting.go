@@ -44,3 +44,20 @@ func (m *meter) sync(n int64, force bool) {
 	}
 	m.reported = n
 }
+
+// account reports the extents held to accounting (a.mu held, or a not yet
+// shared).
+func (a *Allocator) account(force bool) {
+	if !a.closed {
+		a.meter.sync(int64(a.free.extents()+a.pending.set.len()), force)
+	}
+}
+
+// Close withdraws the Allocator's memory from accounting. The Allocator
+// still works afterwards, unaccounted; Close is for the end of a mount.
+func (a *Allocator) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.meter.sync(0, true)
+	a.closed = true
+}

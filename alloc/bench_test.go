@@ -12,6 +12,7 @@ import (
 var (
 	benchCapacity = flag.Uint64("alloc.capacity", 1<<20, "device size in blocks for benchmarks W1-W4 (W3 uses 4x)")
 	benchHints    = flag.String("alloc.hints", "zero", "hints of W1-W3: zero (as Ceph's tests) or random")
+	benchWindow   = flag.Int("alloc.window", 0, "WindowExtents (K) of the smallfs policy; 0 for the default")
 )
 
 // runWorkload runs work once per b.N iteration on a fresh policy (seed i)

@@ -4,7 +4,7 @@ package alloc
 type smallfsPolicy struct{ a *Allocator }
 
 func newSmallfsPolicy(capacity uint64, used []Extent) (policy, error) {
-	a, err := NewWithUsed(capacity, used, Options{})
+	a, err := NewWithUsed(capacity, used, Options{WindowExtents: *benchWindow})
 	return smallfsPolicy{a}, err
 }
 
