@@ -33,10 +33,11 @@ type Server struct {
 // descriptor (device.FdDevice), reads of whole extents are answered
 // zero-copy from it.
 //
-// The caller keeps ownership of vol: once Wait returns (after Unmount, or
-// an unmount from outside such as umount(8)), the caller closes it, which
-// flushes, checkpoints and marks it clean. Mount must run as root or with
-// fusermount3 installed.
+// vol must have been opened with TrackLookups: the kernel's references
+// keep inodes alive. The caller keeps ownership of vol: once Wait returns
+// (after Unmount, or an unmount from outside such as umount(8)), the
+// caller closes it, which flushes, checkpoints and marks it clean. Mount
+// must run as root or with fusermount3 installed.
 func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Options) (*Server, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
