@@ -138,9 +138,11 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 		p("space\t%d of %d blocks used (%s), %d free\n", used, inf.Blocks, human(used*uint64(inf.BlockSize)), u.BlocksFree)
 		p("files\t%d of %d used\n", u.Files-u.FilesFree, u.Files)
 		if f := u.Free; f != nil {
-			p("free space\t%d extents, largest %d blocks\n", f.FreeExtents, f.LargestFree)
-			p("fragmentation\t%.4f (0: one free extent, 1: all free extents one block)\n", f.Score)
-			p("free extents\t%s (size in blocks: count)\n", control.Histogram(f.Histogram))
+			// Labels no wider than the others keep the columns where
+			// scripts expect them.
+			p("free space\t%d extents, largest %d blocks, fragmentation %.4f (0: one extent, 1: all of one block)\n",
+				f.FreeExtents, f.LargestFree, f.Score)
+			p("free sizes\t%s (extent size in blocks: count)\n", control.Histogram(f.Histogram))
 		}
 	}
 	return tw.Flush()
