@@ -24,6 +24,7 @@ type fsckReport struct {
 	Device    string   `json:"device"`
 	Repair    bool     `json:"repair"`
 	Problems  []string `json:"problems"`  // found by the first check
+	Fixed     []string `json:"fixed"`     // changed by --repair
 	Remaining []string `json:"remaining"` // still there after repair
 	Status    int      `json:"status"`    // the exit status, as e2fsck
 }
@@ -44,7 +45,7 @@ func (a *app) fsck(args []string) int {
 	}
 	defer dev.Close()
 	r := fsckReport{Device: path, Repair: o.repair}
-	r.Problems, r.Remaining, err = fsckVolume(path, dev, o.repair, a.status("fsck"))
+	r.Problems, r.Fixed, r.Remaining, err = fsckVolume(path, dev, o.repair, a.status("fsck"))
 	if err != nil {
 		return a.failf(fsckOperational, "fsck: %v", err)
 	}
@@ -71,6 +72,9 @@ func (r *fsckReport) writeText(w io.Writer) error {
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "%s: %s\n", r.Device, p)
 	}
+	for _, f := range r.Fixed {
+		fmt.Fprintf(w, "%s: fixed: %s\n", r.Device, f)
+	}
 	var err error
 	switch r.Status {
 	case fsckClean:
@@ -83,7 +87,7 @@ func (r *fsckReport) writeText(w io.Writer) error {
 			for _, p := range r.Remaining {
 				fmt.Fprintf(w, "%s: left: %s\n", r.Device, p)
 			}
-			hint = "; this version cannot repair them"
+			hint = "; fsck cannot repair them"
 		}
 		_, err = fmt.Fprintf(w, "%s: %d problem(s) found, %d left%s\n", r.Device, len(r.Problems), len(r.Remaining), hint)
 	}

@@ -12,25 +12,31 @@ import (
 // fsckVolume checks the volume on dev without writing. With repair and
 // problems found, it opens the volume for real — which replays the log,
 // frees orphans and rebuilds free space from the extents in use, so leaked
-// blocks return — closes it with a fresh checkpoint, and checks again.
-func fsckVolume(path string, dev device.Device, repair bool, show status) (found, left []string, err error) {
+// blocks return — runs Repair, closes it with a fresh checkpoint, and
+// checks again. fixed lists what Open and Repair changed.
+func fsckVolume(path string, dev device.Device, repair bool, show status) (found, fixed, left []string, err error) {
 	defer show("")
 	show("loading metadata")
 	found, err = inspect(path, dev, show)
 	if err != nil || !repair || len(found) == 0 {
-		return found, found, err
+		return found, nil, found, err
 	}
 	show("repairing")
-	vol, err := volume.Open(dev, volume.Options{Logger: quiet()})
+	vol, err := volume.Open(dev, volume.Options{Logger: quiet(), CommitInterval: -1})
 	if err != nil {
-		return found, found, nil // nothing could be repaired
+		return found, nil, found, nil // nothing could be repaired
 	}
-	if err := vol.Close(); err != nil {
-		return nil, nil, fmt.Errorf("%s: writing the repaired metadata: %w", path, err)
+	for _, ino := range vol.Recovery().Orphans {
+		fixed = append(fixed, volume.Problem{Ino: ino, What: "orphan freed"}.String())
+	}
+	done, rerr := vol.Repair()
+	fixed = append(fixed, problemStrings(done)...)
+	if err := errors.Join(rerr, vol.Close()); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: repairing: %w", path, err)
 	}
 	show("checking again")
 	left, err = inspect(path, dev, show)
-	return found, left, err
+	return found, fixed, left, err
 }
 
 // inspect lists the problems of the volume on dev, opened over an overlay

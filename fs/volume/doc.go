@@ -31,6 +31,7 @@
 //	sync.go        Sync, Fsync, the periodic commit
 //	statfs.go      StatFS
 //	check.go       Check
+//	repair.go      Repair: what fsck --repair fixes, and /lost+found
 //	acct.go        memory accounting (layer "fs")
 //
 // # The model
@@ -167,6 +168,14 @@
 // the free-space counters against the allocator. Tests register it for
 // every volume they create (closing, reopening and checking again) and keep
 // the image of a failing volume in a file whose path they print.
+//
+// Repair fixes what is safe, each fix a journalled transaction: entries
+// naming missing inodes and extra names of directories are removed,
+// orphans freed, inodes the root does not reach moved to /lost+found
+// (made on demand) as "#INO", and link counts set to the links found.
+// Leaked blocks need nothing: Open rebuilds free space from the extents
+// in use. Open's own repairs (log replay, orphans freed after a crash) are
+// in Recovery.
 //
 // # Memory
 //
