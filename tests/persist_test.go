@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -205,4 +206,45 @@ func TestKillAfterFsync(t *testing.T) {
 			t.Errorf("%s: unsynced file has %d wrong bytes", rel, len(got))
 		}
 	}
+}
+
+// TestUnmountFromOutside unmounts with umount(8), not through the Server:
+// the serve loop ends, and the volume closes cleanly with everything in it.
+func TestUnmountFromOutside(t *testing.T) {
+	m := newMount(t)
+	populate(t, m.Dir)
+	want := snapshot(t, m.Dir)
+	if out, err := exec.Command("umount", m.Dir).CombinedOutput(); err != nil {
+		t.Fatalf("umount: %v %s", err, out)
+	}
+	select {
+	case <-m.srv.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("serve loop still running a minute after umount")
+	}
+	m.remount()
+	compareTrees(t, snapshot(t, m.Dir), want)
+}
+
+// TestAbortWithOpenFile cuts the connection (fusectl abort) while a file
+// written but not yet flushed is open, so the kernel never releases it:
+// the serve loop still ends, the volume still closes clean (the adapter
+// releases what the kernel left open), and the data reaches the image.
+func TestAbortWithOpenFile(t *testing.T) {
+	m := newMount(t)
+	data := pattern(9, 10_000)
+	f, err := os.Create(m.path("open"))
+	must(t, err)
+	_, err = f.Write(data)
+	must(t, err)
+	abortConnection(m.connID)
+	select {
+	case <-m.srv.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("serve loop still running a minute after the abort")
+	}
+	f.Close() // fails: the connection is gone
+	detach(t, m.Dir)
+	m.remount()
+	wantContent(t, m.path("open"), data)
 }

@@ -34,22 +34,32 @@ func (fs *fileSystem) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status 
 }
 
 // dots adds "." and ".." when the listing starts before them and reports
-// whether both fitted. ".." carries no inode number (the kernel ignores it;
-// readdir(3) users get FUSE_UNKNOWN_INO): the volume does not say a
-// directory's parent without a lookup.
-func dots(in *fuse.ReadIn, add func(fuse.DirEntry) bool) bool {
+// whether both fitted.
+func (fs *fileSystem) dots(in *fuse.ReadIn, add func(fuse.DirEntry) bool) bool {
 	if in.Offset < dotCookie && !add(fuse.DirEntry{Name: ".", Ino: in.NodeId, Mode: syscall.S_IFDIR, Off: dotCookie}) {
 		return false
 	}
-	if in.Offset < dotdotCookie && !add(fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Off: dotdotCookie}) {
+	if in.Offset < dotdotCookie && !add(fuse.DirEntry{Name: "..", Ino: fs.parent(in), Mode: syscall.S_IFDIR, Off: dotdotCookie}) {
 		return false
 	}
 	return true
 }
 
+// parent returns the inode number of the listed directory's parent for
+// the ".." entry (0, shown as unknown, if it vanished meanwhile). The
+// lookup counts a kernel reference, which is given back at once.
+func (fs *fileSystem) parent(in *fuse.ReadIn) uint64 {
+	a, err := fs.vol.Lookup(caller(&in.InHeader), volume.Ino(in.NodeId), "..")
+	if err != nil {
+		return 0
+	}
+	fs.vol.Forget(a.Ino, 1)
+	return uint64(a.Ino)
+}
+
 func (fs *fileSystem) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	fs.begin(opReadDir)
-	if !dots(in, out.AddDirEntry) {
+	if !fs.dots(in, out.AddDirEntry) {
 		return fs.done(opReadDir, in.NodeId, nil)
 	}
 	err := fs.vol.ReadDir(volume.Ino(in.NodeId), in.Offset, func(e volume.DirEntry) bool {
@@ -65,7 +75,7 @@ func (fs *fileSystem) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirE
 // ID 0), for which the kernel takes no reference.
 func (fs *fileSystem) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	fs.begin(opReadDirPlus)
-	if !dots(in, func(e fuse.DirEntry) bool { return out.AddDirLookupEntry(e) != nil }) {
+	if !fs.dots(in, func(e fuse.DirEntry) bool { return out.AddDirLookupEntry(e) != nil }) {
 		return fs.done(opReadDirPlus, in.NodeId, nil)
 	}
 	err := fs.vol.ReadDirPlus(volume.Ino(in.NodeId), in.Offset, func(e volume.DirEntry, a volume.Attr) bool {

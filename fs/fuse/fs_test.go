@@ -295,6 +295,73 @@ func parseDirent(b []byte) (name string, off uint64, rest []byte) {
 	return name, off, b[(24+n+7)&^7:]
 }
 
+func TestDotDot(t *testing.T) {
+	fs := newTestFS(t)
+	var sub fuse.EntryOut
+	in := fuse.MkdirIn{InHeader: header(1), Mode: 0o755}
+	if st := fs.Mkdir(nil, &in, "sub", &sub); st != fuse.OK {
+		t.Fatal(st)
+	}
+	for dir, parent := range map[uint64]uint64{1: 1, sub.NodeId: 1} {
+		buf := make([]byte, 4096)
+		out := fuse.NewDirEntryList(buf, 0)
+		r := fuse.ReadIn{InHeader: header(dir), Size: 4096}
+		if st := fs.ReadDir(nil, &r, out); st != fuse.OK {
+			t.Fatal(st)
+		}
+		b := out.Bytes()
+		_, _, b = parseDirent(b)
+		if name, ino := string(b[24:26]), binary.NativeEndian.Uint64(b); name != ".." || ino != parent {
+			t.Errorf("directory %d: second entry %q ino %d, want .. ino %d", dir, name, ino, parent)
+		}
+	}
+	fs.Forget(sub.NodeId, 1)
+}
+
+// TestReadWrite goes through a file's life by handle: CREATE, WRITE,
+// READ (from memory, as on a device without a descriptor), FLUSH,
+// RELEASE.
+func TestReadWrite(t *testing.T) {
+	fs := newTestFS(t)
+	var out fuse.CreateOut
+	in := fuse.CreateIn{InHeader: header(1), Flags: syscall.O_RDWR, Mode: 0o644}
+	if st := fs.Create(nil, &in, "f", &out); st != fuse.OK {
+		t.Fatal(st)
+	}
+	if out.OpenFlags&fuse.FOPEN_KEEP_CACHE == 0 || out.OpenFlags&fuse.FOPEN_NOFLUSH != 0 {
+		t.Errorf("open flags of a read-write create: %#x", out.OpenFlags)
+	}
+	w := fuse.WriteIn{InHeader: header(out.NodeId), Fh: out.Fh, Offset: 3}
+	if n, st := fs.Write(nil, &w, []byte("hello")); st != fuse.OK || n != 5 {
+		t.Fatalf("write: %d %v", n, st)
+	}
+	r := fuse.ReadIn{InHeader: header(out.NodeId), Fh: out.Fh, Size: 100}
+	res, st := fs.Read(nil, &r, make([]byte, 100))
+	if st != fuse.OK {
+		t.Fatal(st)
+	}
+	got, _ := res.Bytes(make([]byte, 100))
+	if string(got) != "\x00\x00\x00hello" {
+		t.Errorf("read %q", got)
+	}
+	if st := fs.Flush(nil, &fuse.FlushIn{InHeader: header(out.NodeId), Fh: out.Fh}); st != fuse.OK {
+		t.Errorf("flush: %v", st)
+	}
+	fs.Release(nil, &fuse.ReleaseIn{InHeader: header(out.NodeId), Fh: out.Fh})
+	if _, st := fs.Read(nil, &r, make([]byte, 100)); st != fuse.Status(syscall.EBADF) {
+		t.Errorf("read after release: %v, want EBADF", st)
+	}
+	var o fuse.OpenOut
+	if st := fs.Open(nil, &fuse.OpenIn{InHeader: header(out.NodeId), Flags: syscall.O_RDONLY}, &o); st != fuse.OK {
+		t.Fatal(st)
+	}
+	if o.OpenFlags&fuse.FOPEN_NOFLUSH == 0 {
+		t.Errorf("read-only open without FOPEN_NOFLUSH: %#x", o.OpenFlags)
+	}
+	fs.Forget(out.NodeId, 1)
+	// The open file is still in the table: unmount releases it.
+}
+
 func TestReadDirResumes(t *testing.T) {
 	fs := newTestFS(t)
 	const n = 300
