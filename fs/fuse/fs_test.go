@@ -1,11 +1,13 @@
 package fuse
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -573,5 +575,54 @@ func TestPrivBits(t *testing.T) {
 		if got := privBits(c.mode); got != c.want {
 			t.Errorf("privBits(%o) = %o, want %o", c.mode, got, c.want)
 		}
+	}
+}
+
+// TestZeroCopyRead: a read of committed data on a device with a file
+// descriptor is answered as a splice from the device, not as bytes.
+func TestZeroCopyRead(t *testing.T) {
+	dev, err := device.Open(filepath.Join(t.TempDir(), "image"), device.Options{Create: true, Size: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	if err := volume.Mkfs(dev, volume.MkfsOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vol, err := volume.Open(dev, volume.Options{TrackLookups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := Options{Accounting: accounting.NewRegistry()}.withDefaults()
+	fs := newFileSystem(vol, dev, o)
+	var out fuse.CreateOut
+	if st := fs.Create(nil, &fuse.CreateIn{InHeader: header(1), Flags: syscall.O_RDWR, Mode: 0o644}, "f", &out); st != fuse.OK {
+		t.Fatal(st)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4096)
+	if _, st := fs.Write(nil, &fuse.WriteIn{InHeader: header(out.NodeId), Fh: out.Fh}, data); st != fuse.OK {
+		t.Fatal(st)
+	}
+	if st := fs.Fsync(nil, &fuse.FsyncIn{InHeader: header(out.NodeId), Fh: out.Fh}); st != fuse.OK {
+		t.Fatal(st)
+	}
+	res, st := fs.Read(nil, &fuse.ReadIn{InHeader: header(out.NodeId), Fh: out.Fh, Offset: 4096, Size: 8192}, make([]byte, 8192))
+	if st != fuse.OK {
+		t.Fatal(st)
+	}
+	splice, ok := res.(interface{ Seekable() (uintptr, int64, int) })
+	if !ok {
+		t.Fatalf("read of a committed extent answered with %T, want a device splice", res)
+	}
+	if fd, _, n := splice.Seekable(); fd != dev.Fd() || n != 8192 {
+		t.Errorf("splice from fd %d for %d bytes, want fd %d for 8192", fd, n, dev.Fd())
+	}
+	if got, _ := res.Bytes(make([]byte, 8192)); !bytes.Equal(got, data[4096:4096+8192]) {
+		t.Errorf("spliced bytes differ from what was written")
+	}
+	fs.Release(nil, &fuse.ReleaseIn{InHeader: header(out.NodeId), Fh: out.Fh})
+	fs.Forget(out.NodeId, 1)
+	if err := vol.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
