@@ -107,6 +107,7 @@ func (v *Volume) checkpoint(clean bool) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	v.space.durable(seq - 1)
+	v.space.setCheckpoint(blocksIn(mine))
 	v.acct.checkpoints.Inc()
 	v.opts.Logger.WithField("records", info.Records).WithField("bytes", info.PayloadLen).Debug("checkpoint written")
 	return nil

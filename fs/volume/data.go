@@ -159,7 +159,7 @@ func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
 	}
 	need := blocksFor(want, v.blockSize)
 	if need > held {
-		if err := v.space.reserve(need - held); err != nil {
+		if err := v.space.reserve(need-held, v.logUsed()); err != nil {
 			return nil, err
 		}
 		fd.blocks += need - held

@@ -27,7 +27,7 @@
 //	writeback.go   delayed copy-on-write allocation and write-back
 //	extents.go     extent map surgery
 //	fallocate.go   fallocate, SEEK_DATA / SEEK_HOLE
-//	space.go       the allocator, reservations and deferred frees
+//	space.go       the allocator, reservations, deferred frees, checkpoint headroom
 //	sync.go        Sync, Fsync, the periodic commit
 //	statfs.go      StatFS
 //	check.go       Check
@@ -119,6 +119,18 @@
 // Open replays nothing. Open clears the clean flag before appending.
 // rename over an existing name is one transaction: old xor new after a
 // crash.
+//
+// Checkpoints have space kept for them: the headroom, twice the newest
+// checkpoint plus the log written since (records set state, so the next
+// checkpoint is at most that; twice, because it is written while the two
+// checkpoints the slots name are still allocated), plus 8 blocks. Writes,
+// new names and xattrs that would eat into it get ENOSPC (after one
+// checkpoint that settles the log's share), deletes never do, and StatFS
+// leaves it out of BlocksAvail. So Close writes its checkpoint on a full
+// volume and the volume reopens clean. Renames are not checked against
+// it: one grows the metadata by at most a name, which the 8 blocks cover,
+// but a long run of renames to longer names on a full volume could use
+// them up.
 //
 // A checkpoint is the stream of records rebuilding the committed metadata,
 // written into freshly allocated blocks; the superblock flip makes it

@@ -206,12 +206,26 @@ func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
 }
 
 // writeSpace is write that, on ENOSPC with frees waiting for a commit,
-// commits once and retries: space freed by deletes becomes usable.
+// commits once and retries: space freed by deletes becomes usable; then,
+// if the log holds anything, checkpoints once and retries.
 func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, error) {
 	k, err := v.write(n, fd, p, off)
 	if err == ErrNoSpace && v.space.hasPending() {
 		if serr := v.syncLog(); serr != nil {
 			return k, serr
+		}
+		var k2 int
+		k2, err = v.write(n, fd, p[k:], off+uint64(k))
+		k += k2
+	}
+	if err == ErrNoSpace && v.logUsed() > 0 {
+		// The checkpoint headroom counts the log since the newest
+		// checkpoint; a checkpoint settles it to the metadata's size.
+		v.mu.Lock()
+		cerr := v.checkpoint(false)
+		v.mu.Unlock()
+		if cerr != nil {
+			return k, err
 		}
 		var k2 int
 		k2, err = v.write(n, fd, p[k:], off+uint64(k))

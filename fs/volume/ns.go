@@ -228,6 +228,10 @@ func (v *Volume) entryFree(parent Ino, name string) (*inode, *dir, error) {
 	if _, ok := pd.lookup(name); ok {
 		return nil, nil, ErrExist
 	}
+	// A new name and perhaps an inode: about a name's worth of records.
+	if err := v.metaRoom(len(name) + 128); err != nil {
+		return nil, nil, err
+	}
 	return p, pd, nil
 }
 

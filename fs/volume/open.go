@@ -49,6 +49,7 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	if err := v.rebuildSpace(sb.Blocks); err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
+	v.space.setCheckpoint(blocksIn(v.refs[sb.Slot].extents))
 	v.j, err = journal.Open(dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: nextSeq, Tail: sb.LogHead,
 		OnDurable: v.space.durable, Logger: opts.Logger,

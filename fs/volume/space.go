@@ -10,17 +10,58 @@ import (
 // statfs needs (alloc.Stats walks every free extent) and the frees waiting
 // for their transaction to become durable.
 //
+// It also keeps the checkpoint headroom: blocks ordinary allocations and
+// metadata growth leave free, so that the next checkpoints fit and Close
+// succeeds on a full volume (see headroom).
+//
 // Its mutex is a leaf: nothing else is locked while it is held. The
 // allocator has its own lock.
 type space struct {
 	a          *alloc.Allocator
 	dataBlocks uint64 // blocks of the data area, used or not
+	blockSize  uint64
 
 	mu       sync.Mutex
 	used     uint64    // blocks allocated and not freed
 	reserved uint64    // promised to dirty data not yet allocated
 	pending  []pending // freed, not yet durable; in sequence order
+	ckpt     uint64    // blocks of the newest checkpoint
 }
+
+// ckptSlack covers a checkpoint's framing beyond its records: chunk heads,
+// the rounding of its extents to blocks.
+const ckptSlack = 8
+
+// headroom returns the blocks kept for checkpoints while the log holds
+// logUsed blocks since the newest one (s.mu held). Records set state, so
+// the next checkpoint holds at most what the newest one held plus what the
+// log added since: c' <= ckpt + logUsed. It is written while both slots'
+// checkpoints are still allocated, and the one after it too, hence twice
+// that: after the next checkpoint frees the older of the two, what is left
+// still holds another.
+func (s *space) headroom(logUsed uint64) uint64 {
+	return 2*(s.ckpt+logUsed) + ckptSlack
+}
+
+// setCheckpoint records the size of the newest checkpoint.
+func (s *space) setCheckpoint(blocks uint64) {
+	s.mu.Lock()
+	s.ckpt = blocks
+	s.mu.Unlock()
+}
+
+// room returns ErrNoSpace unless growing the metadata by bytes leaves the
+// checkpoint headroom free; the log holds logUsed blocks.
+func (s *space) room(bytes, logUsed uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.allocatable()-s.reserved < s.headroom(logUsed)+2*s.blocks(bytes) {
+		return ErrNoSpace
+	}
+	return nil
+}
+
+func (s *space) blocks(bytes uint64) uint64 { return (bytes + s.blockSize - 1) / s.blockSize }
 
 type pending struct{ seq, blocks uint64 }
 
@@ -32,7 +73,7 @@ func newSpace(capacity, reserved uint64, used []alloc.Extent, blockSize int) (*s
 	if err != nil {
 		return nil, err
 	}
-	return &space{a: a, dataBlocks: capacity - reserved, used: blocksIn(used) - reserved}, nil
+	return &space{a: a, dataBlocks: capacity - reserved, blockSize: uint64(blockSize), used: blocksIn(used) - reserved}, nil
 }
 
 // alloc returns one extent of 1 to want blocks near hint, taking it from
@@ -99,19 +140,23 @@ func (s *space) allocatable() uint64 {
 	return n
 }
 
-// free returns the blocks neither used, waiting for a commit, nor promised.
-func (s *space) free() uint64 {
+// free returns the blocks neither used, waiting for a commit, nor
+// promised, and of those the ones available beyond the checkpoint
+// headroom (the log holds logUsed blocks).
+func (s *space) free(logUsed uint64) (free, avail uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.allocatable() - s.reserved
+	free = s.allocatable() - s.reserved
+	return free, free - min(free, s.headroom(logUsed))
 }
 
 // reserve promises n blocks to dirty data, so that its write-back cannot
-// run out of space; it returns ErrNoSpace when they are not free.
-func (s *space) reserve(n uint64) error {
+// run out of space; it returns ErrNoSpace when they are not free beyond
+// the checkpoint headroom (the log holds logUsed blocks).
+func (s *space) reserve(n, logUsed uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.allocatable()-s.reserved < n {
+	if s.allocatable()-s.reserved < n+s.headroom(logUsed) {
 		return ErrNoSpace
 	}
 	s.reserved += n

@@ -5,16 +5,17 @@ import "github.com/smallfs/smallfs/alloc"
 // StatFS reports the volume's true block and inode figures. Blocks counts
 // the data area only (superblocks and the log are not usable space); blocks
 // freed by a transaction not yet durable count as used until they are
-// allocatable again.
+// allocatable again. BlocksAvail leaves out the checkpoint headroom, which
+// only checkpoints may take (as ext4 leaves out its reserved blocks).
 func (v *Volume) StatFS() StatFS {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	free := v.space.free()
+	free, avail := v.space.free(v.logUsed())
 	return StatFS{
 		BlockSize:   uint32(v.blockSize),
 		Blocks:      v.space.dataBlocks,
 		BlocksFree:  free,
-		BlocksAvail: free,
+		BlocksAvail: avail,
 		Files:       v.inodes.limit,
 		FilesFree:   v.inodes.limit - v.inodes.used,
 		NameMax:     MaxNameLen,
@@ -27,3 +28,25 @@ func (v *Volume) StatFS() StatFS {
 // score needs them all), so it is for info and stats, not for statfs; it
 // takes only the allocator's lock and works after Close too.
 func (v *Volume) AllocStats() alloc.Stats { return v.space.a.Stats() }
+
+// logUsed returns the log blocks written since the newest checkpoint.
+func (v *Volume) logUsed() uint64 {
+	used, _ := v.j.Usage()
+	return used
+}
+
+// metaRoom returns ErrNoSpace unless the metadata may grow by bytes and
+// still leave the checkpoint headroom free (see space.headroom). When it
+// does not, and frees wait for a commit or the log holds anything, one
+// checkpoint settles both (the headroom counts the log since the newest
+// checkpoint) and it asks again. v.mu is held for writing.
+func (v *Volume) metaRoom(bytes int) error {
+	err := v.space.room(uint64(bytes), v.logUsed())
+	if err == nil || v.logUsed() == 0 && !v.space.hasPending() {
+		return err
+	}
+	if v.checkpoint(false) != nil {
+		return err
+	}
+	return v.space.room(uint64(bytes), v.logUsed())
+}

@@ -39,6 +39,9 @@ func (v *Volume) SetXattr(ino Ino, name string, value []byte, flags uint32) erro
 	case i < 0 && flags&XattrReplace != 0:
 		return opErr("setxattr", name, ErrNoData)
 	}
+	if err := v.metaRoom(len(name) + len(value)); err != nil {
+		return opErr("setxattr", name, err)
+	}
 	total := len(name) + len(value)
 	if n.x != nil {
 		for j, x := range n.x.xattrs {

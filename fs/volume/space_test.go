@@ -1,0 +1,101 @@
+package volume
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/smallfs/smallfs/fs/device"
+)
+
+// fillUntilFull creates files of size bytes named with prefix until a
+// create or a write fails, and returns the names created and that error.
+func fillUntilFull(t *testing.T, v *Volume, prefix string, size int) ([]string, error) {
+	t.Helper()
+	data := pattern(size, 7)
+	var files []string
+	for i := 0; ; i++ {
+		name := prefix + strconv.Itoa(i)
+		_, h, err := v.Create(root, RootIno, name, 0o644, syscall.O_WRONLY)
+		if err != nil {
+			return files, err
+		}
+		files = append(files, name)
+		_, err = h.WriteAt(data, 0)
+		if rerr := h.Release(); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return files, err
+		}
+	}
+}
+
+// TestFullVolumeCloses fills the device to ENOSPC, with data and then with
+// metadata alone (long names, empty files, the log filling and
+// checkpointing inline), and checks that Close still writes its checkpoint:
+// the volume reopens clean, and after deletes takes writes again.
+func TestFullVolumeCloses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prefix string
+		size   int
+	}{
+		{"data", "f", 3000},
+		{"metadata", strings.Repeat("n", 200), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := device.NewMem(2 << 20)
+			ok(t, Mkfs(dev, MkfsOptions{}))
+			opts := Options{CommitInterval: -1, InlineThreshold: -1}
+			v := must[*Volume](t)(Open(dev, opts))
+			files, err := fillUntilFull(t, v, tc.prefix, tc.size)
+			wantErrno(t, err, syscall.ENOSPC)
+			if st := v.StatFS(); st.BlocksAvail > 2 && tc.size > 0 { // a create needs 2 for its records
+				t.Errorf("ENOSPC with %d blocks available", st.BlocksAvail)
+			}
+			checkOK(t, v, dev, "when full")
+			ok(t, v.Close())
+
+			v = must[*Volume](t)(Open(dev.Reopen(), opts))
+			if !v.Recovery().Clean {
+				t.Fatal("a full volume did not close cleanly")
+			}
+			checkOK(t, v, dev, "after reopen")
+			_, err = fillUntilFull(t, v, "more", 3000)
+			wantErrno(t, err, syscall.ENOSPC)
+			for _, name := range files[:len(files)/2] {
+				ok(t, v.Unlink(root, RootIno, name))
+			}
+			data := pattern(3000, 9)
+			ino := writeFile(t, v, RootIno, "again", data)
+			if !bytes.Equal(readFile(t, v, ino), data) {
+				t.Fatal("file written after deletes differs")
+			}
+			t.Cleanup(func() { closeAndCheck(t, v, dev, opts) })
+		})
+	}
+}
+
+// TestHeadroomKeptFree: ordinary writes stop short of the headroom, and
+// StatFS tells it apart (BlocksAvail below BlocksFree).
+func TestHeadroomKeptFree(t *testing.T) {
+	v := newTestVolumeSize(t, 2<<20, Options{InlineThreshold: -1})
+	_, err := fillUntilFull(t, v, "f", 8192)
+	wantErrno(t, err, syscall.ENOSPC)
+	st := v.StatFS()
+	v.mu.RLock()
+	v.space.mu.Lock()
+	head := v.space.headroom(v.logUsed())
+	v.space.mu.Unlock()
+	v.mu.RUnlock()
+	if st.BlocksFree < head || st.BlocksAvail >= st.BlocksFree {
+		t.Fatalf("free %d, available %d, headroom %d: the headroom was taken or not told apart", st.BlocksFree, st.BlocksAvail, head)
+	}
+	if !errors.Is(v.SetXattr(RootIno, "user.big", make([]byte, MaxXattrValueLen), 0), syscall.ENOSPC) && st.BlocksFree-head < 2*16 {
+		t.Fatal("a 64 KiB xattr was taken from the headroom")
+	}
+}
