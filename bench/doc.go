@@ -92,9 +92,11 @@
 // # Costs
 //
 // The engine keeps about 250 bytes of paths per file in memory (Files ×
-// Threads is capped at 2×10^7). The defaults — 2 threads × 5,000 files,
-// 4 KiB and 64 KiB, 3 rounds, three targets — write about 8 GB over the
-// run (append doubles every file) and take roughly ten minutes on the
-// shared 2-core machine; docs/PERFORMANCE.md has the latest figures
-// under "bench".
+// Threads is capped at 2×10^7) and allocates only each system call's path
+// string while the clock runs. The defaults — 2 threads × 5,000 files,
+// 4 KiB and 64 KiB, 3 rounds, three targets — write about 19 GB over the
+// run (create, append and swift-put each write every file; the images are
+// sparse files in the scratch directory, removed as each run ends) and
+// take about eight minutes on the shared 2-core machine. The latest
+// figures are in docs/PERFORMANCE.md under "bench".
 package bench

@@ -26,7 +26,7 @@ type config struct {
 }
 
 // DefaultTargets are what `smallfs bench` compares without arguments.
-var DefaultTargets = []string{"smallfs", "loopback", "ext4-loop"}
+func DefaultTargets() []string { return []string{"smallfs", "loopback", "ext4-loop"} }
 
 const usage = `Usage: smallfs bench [FLAGS] [TARGET...]
 
@@ -82,7 +82,7 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	c.w.NoVerify = *noVerify
 	c.targets = fs.Args()
 	if len(c.targets) == 0 {
-		c.targets = DefaultTargets
+		c.targets = DefaultTargets()
 	}
 	var errs []string
 	var err error
