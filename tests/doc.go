@@ -8,7 +8,7 @@
 //
 //	go test -race -tags invariants ./tests
 //	go test ./tests -run TestPosix -v -fusetrace   # with the FUSE request trace
-//	go test ./tests -run '^$' -bench . -benchtime 1x
+//	go test ./tests -run '^$' -bench . -benchtime 1x   # figures, without -race
 //
 // # The harness
 //
@@ -21,12 +21,25 @@
 //
 // # What is where
 //
-//   - posix_test.go: go-fuse's conformance suite (posixtest.All).
+//   - harness_test.go: newMount and its cleanup, TestMain's check that no
+//     mount is left behind; daemon_test.go: the test binary re-executed as
+//     a serving process (kill -9, memory figures); helpers_test.go.
+//   - posix_test.go: go-fuse's conformance suite (posixtest.All), with the
+//     two tests that do not apply skipped and the reason next to them.
 //   - ops_test.go: every operation of the FUSE surface through syscalls.
 //   - scenario_test.go: large directories, links, renames, sparse and large
 //     files, O_APPEND writers, statfs, mount options.
-//   - persist_test.go: unmount and remount; kill -9 of a daemon process.
+//   - persist_test.go: unmount and remount, umount(8) from outside, an
+//     aborted connection with a file open, kill -9 of a daemon process.
 //   - concurrency_test.go: writers, readers and renamers at once.
 //   - bench_test.go: memory per file, ls and ls -l with each READDIRPLUS
-//     policy.
+//     policy, small-file phases with their request counts (figures in
+//     docs/PERFORMANCE.md). Flags -bench.files, -bench.entries and
+//     -bench.small set the sizes.
+//
+// # Costs
+//
+// The package runs in about 10 s, and 70-100 s with -race -tags
+// invariants on the shared 2-core VM; TestLargeDirectory (10^5 entries)
+// is half of it.
 package tests
