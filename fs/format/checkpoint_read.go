@@ -30,11 +30,16 @@ const readChunkSize = 1 << 20
 // caller must discard everything fn built. Errors wrap ErrCorrupt, or
 // ErrNewerVersion, or come from the device or from fn.
 func ReadCheckpoint(dev device.Device, loc CheckpointLoc, fn func(Record) error) (CheckpointInfo, error) {
+	return readCheckpoint(dev, loc, fn, nil)
+}
+
+// readCheckpoint is ReadCheckpoint, decoding with scan when not nil.
+func readCheckpoint(dev device.Device, loc CheckpointLoc, fn func(Record) error, scan *scanner) (CheckpointInfo, error) {
 	if !ValidBlockSize(loc.BlockSize) || loc.Block < DataStart(loc.BlockSize) {
 		return CheckpointInfo{}, fmt.Errorf("format: checkpoint at block %d, block size %d: %w", loc.Block, loc.BlockSize, ErrCorrupt)
 	}
 	r := checkpointReader{dev: dev, bs: int64(loc.BlockSize), devBlocks: uint64(dev.Size()) / uint64(loc.BlockSize)}
-	r.stream.fn = fn
+	r.stream.fn, r.stream.scan = fn, scan
 	hb := make([]byte, r.bs)
 	first, err := r.readHead(hb, loc.Block, 0, 0)
 	if err != nil {
@@ -199,6 +204,7 @@ func checkDisjoint(xs []BlockRange) error {
 // pieces, keeping the running checksum and count.
 type recordStream struct {
 	fn      func(Record) error
+	scan    *scanner // decodes instead of DecodeRecord when set
 	carry   []byte // an incomplete record from the previous piece
 	crc     uint32
 	records uint64
@@ -244,7 +250,13 @@ func (s *recordStream) feed(p []byte) error {
 }
 
 func (s *recordStream) emit(b []byte) error {
-	r, _, err := DecodeRecord(b)
+	var r Record
+	var err error
+	if s.scan != nil {
+		r, err = s.scan.decode(b)
+	} else {
+		r, _, err = DecodeRecord(b)
+	}
 	if err != nil {
 		return err
 	}

@@ -242,11 +242,17 @@ func BenchmarkCheckpoint(b *testing.B) {
 		}
 		b.ReportMetric(float64(info.PayloadLen)/files, "bytes/file")
 	})
-	b.Run("read", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := ReadCheckpoint(dev, CheckpointLoc{Block: info.Block, BlockSize: 4096}, func(Record) error { return nil }); err != nil {
-				b.Fatal(err)
+	for _, read := range []struct {
+		name string
+		fn   func(device.Device, CheckpointLoc, func(Record) error) (CheckpointInfo, error)
+	}{{"read", ReadCheckpoint}, {"scan", ScanCheckpoint}} {
+		b.Run(read.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := read.fn(dev, CheckpointLoc{Block: info.Block, BlockSize: 4096}, func(Record) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(recs)), "ns/record")
+		})
+	}
 }

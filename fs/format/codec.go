@@ -119,29 +119,46 @@ func deref(r Record) Record {
 // value) with the number of bytes it used. Bad bytes, a truncated record or
 // a record breaking a limit give an error wrapping ErrCorrupt.
 func DecodeRecord(b []byte) (Record, int, error) {
-	total, complete, err := recordSize(b)
+	typ, d, total, err := frame(b)
 	if err != nil {
 		return nil, 0, err
 	}
-	if !complete || total > len(b) {
-		return nil, 0, fmt.Errorf("format: record of %d bytes, %d left: truncated: %w", total, len(b), ErrCorrupt)
-	}
-	typ := RecType(b[0])
-	_, hdr := binary.Uvarint(b[1:])
-	d := decoder{b: b[1+hdr : total]}
 	r := decodeBody(typ, &d)
+	if err := d.finish(typ, func() string { return check(r) }); err != nil {
+		return nil, 0, err
+	}
+	return r, total, nil
+}
+
+// frame checks the frame of the record at the start of b and returns its
+// type, a decoder over its body and its encoded size.
+func frame(b []byte) (RecType, decoder, int, error) {
+	total, complete, err := recordSize(b)
+	if err != nil {
+		return 0, decoder{}, 0, err
+	}
+	if !complete || total > len(b) {
+		return 0, decoder{}, 0, fmt.Errorf("format: record of %d bytes, %d left: truncated: %w", total, len(b), ErrCorrupt)
+	}
+	_, hdr := binary.Uvarint(b[1:])
+	return RecType(b[0]), decoder{b: b[1+hdr : total]}, total, nil
+}
+
+// finish fails a body with bytes left over or, once decoded, breaking a
+// limit (why), and names the record type in the error.
+func (d *decoder) finish(typ RecType, why func() string) error {
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))
 	}
 	if d.err == nil {
-		if why := check(r); why != "" {
-			d.fail(why)
+		if w := why(); w != "" {
+			d.fail(w)
 		}
 	}
 	if d.err != nil {
-		return nil, 0, fmt.Errorf("format: %v record: %w", typ, d.err)
+		return fmt.Errorf("format: %v record: %w", typ, d.err)
 	}
-	return r, total, nil
+	return nil
 }
 
 // recordSize returns the encoded size of the record at the start of b from
@@ -170,14 +187,8 @@ func recordSize(b []byte) (size int, complete bool, err error) {
 func decodeBody(typ RecType, d *decoder) Record {
 	switch typ {
 	case RecInode:
-		r := InodeRec{Ino: d.uvarint("ino"), Gen: d.uvarint("gen")}
-		for _, f := range [...]*uint32{&r.Mode, &r.Nlink, &r.Uid, &r.Gid, &r.Rdev, &r.Flags} {
-			*f = d.u32("attribute")
-		}
-		r.Size = d.uvarint("size")
-		r.Atime = d.varint("atime")
-		r.Mtime = r.Atime + d.varint("mtime")
-		r.Ctime = r.Mtime + d.varint("ctime")
+		var r InodeRec
+		decodeInode(d, &r)
 		return r
 	case RecInodeFree:
 		return InodeFreeRec{Ino: d.uvarint("ino")}
@@ -198,6 +209,17 @@ func decodeBody(typ RecType, d *decoder) Record {
 	}
 	d.fail("unknown type") // recordSize already refused it
 	return nil
+}
+
+func decodeInode(d *decoder, r *InodeRec) {
+	r.Ino, r.Gen = d.uvarint("ino"), d.uvarint("gen")
+	for _, f := range [...]*uint32{&r.Mode, &r.Nlink, &r.Uid, &r.Gid, &r.Rdev, &r.Flags} {
+		*f = d.u32("attribute")
+	}
+	r.Size = d.uvarint("size")
+	r.Atime = d.varint("atime")
+	r.Mtime = r.Atime + d.varint("mtime")
+	r.Ctime = r.Mtime + d.varint("ctime")
 }
 
 func decodeExtents(d *decoder) []Extent {
@@ -241,11 +263,11 @@ func check(r Record) string {
 	case InodeFreeRec:
 		return checkIno(r.Ino)
 	case DirentRec:
-		return first(checkIno(r.Parent), checkIno(r.Ino), checkName(r.Name))
+		return r.check()
 	case DirentDelRec:
 		return first(checkIno(r.Parent), checkName(r.Name))
 	case ExtentsRec:
-		return first(checkIno(r.Ino), checkExtents(r.Extents))
+		return r.check()
 	case InlineRec:
 		return first(checkIno(r.Ino), checkLen("inline data", len(r.Data), 0, MaxInlineLen))
 	case XattrSetRec:
@@ -257,6 +279,12 @@ func check(r Record) string {
 	}
 	return fmt.Sprintf("unknown record type %T", r)
 }
+
+func (r *DirentRec) check() string {
+	return first(checkIno(r.Parent), checkIno(r.Ino), checkName(r.Name))
+}
+
+func (r *ExtentsRec) check() string { return first(checkIno(r.Ino), checkExtents(r.Extents)) }
 
 func first(whys ...string) string {
 	for _, w := range whys {

@@ -123,9 +123,16 @@ func FuzzCheckpoint(f *testing.F) {
 			return
 		}
 		dev := device.NewMemFrom(img)
-		_, err := ReadCheckpoint(dev, CheckpointLoc{Block: DataStart(MinBlockSize), BlockSize: MinBlockSize}, nil)
+		loc := CheckpointLoc{Block: DataStart(MinBlockSize), BlockSize: MinBlockSize}
+		var read, scanned []Record
+		_, err := ReadCheckpoint(dev, loc, func(r Record) error { read = append(read, r); return nil })
 		if err != nil {
 			corruptOnly(t, err)
+		}
+		// ScanCheckpoint decodes the same bytes the same way.
+		_, serr := ScanCheckpoint(dev, loc, func(r Record) error { scanned = append(scanned, deref(r)); return nil })
+		if (err == nil) != (serr == nil) || !reflect.DeepEqual(read, scanned) {
+			t.Fatalf("ReadCheckpoint: %v, %d records; ScanCheckpoint: %v, %d records", err, len(read), serr, len(scanned))
 		}
 	})
 }
