@@ -205,7 +205,7 @@ func checkDisjoint(xs []BlockRange) error {
 type recordStream struct {
 	fn      func(Record) error
 	scan    *scanner // decodes instead of DecodeRecord when set
-	carry   []byte // an incomplete record from the previous piece
+	carry   []byte   // an incomplete record from the previous piece
 	crc     uint32
 	records uint64
 }
