@@ -33,13 +33,13 @@
 // Mount options: default_permissions is on (the kernel checks mode bits;
 // the volume never does), allow_other only with Options.AllowOther,
 // read-only mounts with Options.ReadOnly ("ro": the kernel refuses every
-// change with EROFS). Security labels are ignored unless
-// Options.SecurityLabels: GETXATTR in the security. and system.posix_acl_
-// namespaces is answered "none" without reaching the volume, and SETXATTR
-// there fails with EOPNOTSUPP, so what is stored always matches what is
-// reported. (The kernel still asks: ls -l costs one GETXATTR
-// "security.selinux" per entry, and the first write to a file one
-// "security.capability".)
+// change with EROFS). Security labels and ACLs are not supported unless
+// Options.SecurityLabels: every xattr call in the security. and
+// system.posix_acl_ namespaces fails with EOPNOTSUPP without reaching the
+// volume, as on a filesystem built without them. "Unsupported" rather than
+// "absent" lets ls -l stop asking after the first entry (2 GETXATTRs per
+// listing instead of 2 per entry); the first write to an inode still costs
+// one GETXATTR "security.capability", which the kernel asks regardless.
 //
 // # Errors
 //
@@ -132,7 +132,8 @@
 //     (target: 500 B).
 //   - 10^5-entry directory, cold: ls 84 ms with READDIRPLUS_AUTO, 109 ms
 //     with plain READDIR, 385 ms with READDIRPLUS always; ls -l 9.5 s,
-//     12.1 s and 9.2 s (one GETXATTR per entry, asked by ls, dominates).
-//   - Requests per 4 KiB file: create 7, read 4, append 6, stat 1,
-//     chmod 2, delete 4.
+//     12.1 s and 9.2 s while labels were answered "absent" (2 GETXATTRs
+//     per entry); see docs/FUSE.md for the figures since.
+//   - Requests per 4 KiB file, cold: create 7, read 4, append 6, stat 1,
+//     chmod 2, delete 4. Warm (TestRoundTrips): stat 0, re-read 2.
 package fuse

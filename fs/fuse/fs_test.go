@@ -484,7 +484,13 @@ func TestXattrProtocol(t *testing.T) {
 		t.Errorf("list: %q %v", buf[:n], st)
 	}
 	if st := fs.SetXAttr(nil, &set, "security.selinux", []byte("x")); st != fuse.Status(syscall.EOPNOTSUPP) {
-		t.Errorf("security label without SecurityLabels: %v", st)
+		t.Errorf("set security label without SecurityLabels: %v", st)
+	}
+	if _, st := fs.GetXAttr(nil, &h, "system.posix_acl_access", nil); st != fuse.Status(syscall.EOPNOTSUPP) {
+		t.Errorf("get ACL without SecurityLabels: %v", st)
+	}
+	if st := fs.RemoveXAttr(nil, &h, "security.selinux"); st != fuse.Status(syscall.EOPNOTSUPP) {
+		t.Errorf("remove security label without SecurityLabels: %v", st)
 	}
 }
 
@@ -554,14 +560,56 @@ func TestOptions(t *testing.T) {
 			t.Errorf("error does not name %s: %v", f, err)
 		}
 	}
-	mo := o.mountOptions()
+	mo := o.mountOptions(true)
 	if !slices.Contains(mo.Options, "default_permissions") || mo.AllowOther || mo.ExtraCapabilities&fuse.CAP_READDIRPLUS_AUTO == 0 {
 		t.Errorf("mount options: %+v", mo)
 	}
 	ro := Options{ReadOnly: true, NoDefaultPermissions: true, ReadDirPlus: ReadDirPlusNever}
-	mo = ro.mountOptions()
-	if !slices.Contains(mo.Options, "ro") || slices.Contains(mo.Options, "default_permissions") || !mo.DisableReadDirPlus {
+	mo = ro.mountOptions(true)
+	if mo.DirectMountFlags&syscall.MS_RDONLY == 0 || slices.Contains(mo.Options, "default_permissions") || !mo.DisableReadDirPlus {
 		t.Errorf("read-only mount options: %+v", mo)
+	}
+}
+
+// TestMountFlags: generic flags reach mount(2) as bits and fusermount3 as
+// names; nosuid and nodev unless asked otherwise; bad bits are refused.
+func TestMountFlags(t *testing.T) {
+	for _, c := range []struct {
+		opts  Options
+		bits  uintptr
+		names []string
+	}{
+		{Options{}, syscall.MS_NOSUID | syscall.MS_NODEV, []string{"nosuid", "nodev"}},
+		{Options{MountFlags: syscall.MS_NOEXEC | syscall.MS_NOATIME | syscall.MS_SYNCHRONOUS},
+			syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC | syscall.MS_NOATIME | syscall.MS_SYNCHRONOUS,
+			[]string{"nosuid", "nodev", "noexec", "sync", "noatime"}},
+		{Options{Suid: true, Dev: true, MountFlags: syscall.MS_RDONLY | syscall.MS_DIRSYNC},
+			syscall.MS_RDONLY | syscall.MS_DIRSYNC, []string{"ro", "dirsync", "suid", "dev"}},
+		{Options{Suid: true, Dev: true}, 0, []string{"suid", "dev"}},
+	} {
+		o, err := c.opts.withDefaults()
+		if err != nil {
+			t.Fatalf("%+v: %v", c.opts, err)
+		}
+		if got := o.mountOptions(true); got.DirectMountFlags != c.bits|syscall.MS_MGC_VAL || !got.DirectMountStrict {
+			t.Errorf("flags %#x: mount(2) gets %#x, want %#x", c.opts.MountFlags, got.DirectMountFlags, c.bits|syscall.MS_MGC_VAL)
+		}
+		var names []string
+		for _, n := range o.mountOptions(false).Options {
+			if n != "default_permissions" {
+				names = append(names, n)
+			}
+		}
+		if !slices.Equal(names, c.names) {
+			t.Errorf("flags %#x: fusermount3 gets %q, want %q", c.opts.MountFlags, names, c.names)
+		}
+		if o.ReadOnly != (c.bits&syscall.MS_RDONLY != 0) {
+			t.Errorf("flags %#x: ReadOnly %v", c.opts.MountFlags, o.ReadOnly)
+		}
+	}
+	_, err := Options{MountFlags: syscall.MS_BIND | syscall.MS_NOSUID, Suid: true}.withDefaults()
+	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "0x1000") || !strings.Contains(err.Error(), "Suid") {
+		t.Errorf("MS_BIND and Suid with MS_NOSUID: %v", err)
 	}
 }
 

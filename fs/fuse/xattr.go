@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 
@@ -13,12 +14,16 @@ import (
 // two-step protocol: asked with an empty buffer they return the size; with
 // a buffer too small they return ERANGE and the size.
 
-// labelNamespaces are the attributes the kernel itself interprets. Unless
-// Options.SecurityLabels is set, GETXATTR for them is answered "none"
-// without the volume, and SETXATTR is refused, so that what is stored
-// always matches what is reported. (go-fuse's IgnoreSecurityLabels would
-// answer some of them before the adapter sees the request, hiding those
-// round trips from the request counters.)
+// labelNamespaces are the attributes the kernel and security tools
+// interpret. Unless Options.SecurityLabels is set, the mount does not
+// support them, as a filesystem built without security or ACL support
+// does: every call naming one fails with EOPNOTSUPP without reaching the
+// volume. "Unsupported" rather than "absent" (ENODATA) matters: ls -l asks
+// security.selinux and system.posix_acl_access of every entry, and coreutils
+// stops asking for the rest of a device once it has been told "unsupported",
+// so a listing of n entries costs 2 GETXATTRs instead of 2n (docs/FUSE.md).
+// (go-fuse's IgnoreSecurityLabels would answer some of them before the
+// adapter sees the request, hiding those round trips from the counters.)
 var labelNamespaces = []string{"security.", "system.posix_acl_"}
 
 func (fs *fileSystem) isLabel(name string) bool {
@@ -33,13 +38,13 @@ func (fs *fileSystem) isLabel(name string) bool {
 	return false
 }
 
-// GetXAttr answers a label query without the volume when labels are
-// ignored (none can have been set): ls -l asks security.selinux of every
-// entry it lists.
+// errNoLabels answers a label call on a mount that ignores labels.
+var errNoLabels = fmt.Errorf("security labels and ACLs are not supported on this mount: %w", syscall.EOPNOTSUPP)
+
 func (fs *fileSystem) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
 	fs.begin(opGetXAttr)
 	if fs.isLabel(name) {
-		return 0, fs.done(opGetXAttr, h.NodeId, syscall.ENODATA)
+		return 0, fs.done(opGetXAttr, h.NodeId, errNoLabels)
 	}
 	v, err := fs.vol.GetXattr(volume.Ino(h.NodeId), name)
 	if err != nil {
@@ -90,7 +95,7 @@ func fitErr(dest []byte, size int) error {
 func (fs *fileSystem) SetXAttr(_ <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
 	fs.begin(opSetXAttr)
 	if fs.isLabel(name) {
-		return fs.done(opSetXAttr, in.NodeId, syscall.EOPNOTSUPP)
+		return fs.done(opSetXAttr, in.NodeId, errNoLabels)
 	}
 	err := fs.vol.SetXattr(volume.Ino(in.NodeId), name, value, in.Flags)
 	return fs.done(opSetXAttr, in.NodeId, err)
@@ -98,5 +103,8 @@ func (fs *fileSystem) SetXAttr(_ <-chan struct{}, in *fuse.SetXAttrIn, name stri
 
 func (fs *fileSystem) RemoveXAttr(_ <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
 	fs.begin(opRemoveXAttr)
+	if fs.isLabel(name) {
+		return fs.done(opRemoveXAttr, h.NodeId, errNoLabels)
+	}
 	return fs.done(opRemoveXAttr, h.NodeId, fs.vol.RemoveXattr(volume.Ino(h.NodeId), name))
 }
