@@ -46,9 +46,14 @@ func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
 		NegativeTimeout: fuseTimeout(c.NegativeTimeout),
 		AllowOther:      c.AllowOther,
 		ReadOnly:        c.ReadOnly,
-		FsName:          c.FsName,
-		Debug:           c.Debug,
-		Logger:          log,
+		// The generic options (noexec, noatime, sync, ...) are applied by
+		// the mount itself; suid and dev only when asked for.
+		MountFlags: c.Flags,
+		Suid:       c.Flags&syscall.MS_NOSUID == 0,
+		Dev:        c.Flags&syscall.MS_NODEV == 0,
+		FsName:     c.FsName,
+		Debug:      c.Debug,
+		Logger:     log,
 	})
 	if err != nil {
 		if cerr := vol.Close(); cerr != nil {
@@ -56,9 +61,6 @@ func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
 		}
 		dev.Close()
 		return nil, mountError(p.Mountpoint, err)
-	}
-	if err := applyMountFlags(p.Mountpoint, c.Flags); err != nil {
-		log.WithError(err).Warn("generic mount options not applied")
 	}
 	return &fuseSession{dev: dev, vol: vol, srv: srv}, nil
 }

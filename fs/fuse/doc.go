@@ -33,7 +33,11 @@
 // Mount options: default_permissions is on (the kernel checks mode bits;
 // the volume never does), allow_other only with Options.AllowOther,
 // read-only mounts with Options.ReadOnly ("ro": the kernel refuses every
-// change with EROFS). Security labels and ACLs are not supported unless
+// change with EROFS). The generic flags (Options.MountFlags: noexec,
+// noatime, relatime, sync, dirsync, ...; nosuid and nodev unless
+// Options.Suid or Dev) are applied by the mount itself, never by a
+// remount: as MS_* bits to mount(2) when the process may mount, and as
+// option names to fusermount3 when mount(2) says EPERM (mountflags.go). Security labels and ACLs are not supported unless
 // Options.SecurityLabels: every xattr call in the security. and
 // system.posix_acl_ namespaces fails with EOPNOTSUPP without reaching the
 // volume, as on a filesystem built without them. "Unsupported" rather than

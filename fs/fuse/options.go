@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -65,8 +66,22 @@ type Options struct {
 	// Default false.
 	AllowOther bool
 	// ReadOnly mounts read-only; the kernel refuses every change (EROFS).
-	// Default false.
+	// Default false; MS_RDONLY in MountFlags sets it too.
 	ReadOnly bool
+	// MountFlags are generic mount flags, MS_* bits of mount(2), applied
+	// by the mount itself: MS_NOEXEC, MS_NOATIME, MS_NODIRATIME,
+	// MS_RELATIME, MS_STRICTATIME, MS_LAZYTIME (1<<25), MS_SYNCHRONOUS,
+	// MS_DIRSYNC, MS_RDONLY, MS_NOSUID, MS_NODEV. Other bits are refused.
+	// Default 0: the kernel's defaults (relatime), plus nosuid and nodev
+	// unless Suid or Dev.
+	MountFlags uintptr
+	// Suid honours set-user-ID and set-group-ID bits of files on the
+	// mount. Default false (nosuid, as fusermount3 mounts); true needs
+	// root, and contradicts MS_NOSUID in MountFlags.
+	Suid bool
+	// Dev lets device files on the mount be opened. Default false
+	// (nodev); true needs root, and contradicts MS_NODEV in MountFlags.
+	Dev bool
 	// SecurityLabels passes security.* and system.posix_acl_* extended
 	// attributes through to the volume. Default false: the kernel's
 	// queries for them (security.capability before writes, ACLs) are
@@ -127,6 +142,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxInflightRequestBytes = 64 << 20
 	case o.MaxInflightRequestBytes < 0:
 		errs = append(errs, fmt.Errorf("MaxInflightRequestBytes %d is negative: %w", o.MaxInflightRequestBytes, ErrInvalidOption))
+	}
+	if err := o.checkMountFlags(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.MountFlags&syscall.MS_RDONLY != 0 {
+		o.ReadOnly = true
 	}
 	if o.FsName == "" {
 		o.FsName = "smallfs"

@@ -6,6 +6,7 @@ import (
 	"log"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/sirupsen/logrus"
@@ -44,7 +45,7 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
 	fs := newFileSystem(vol, dev, o)
-	srv, err := fuse.NewServer(fs, mountpoint, o.mountOptions())
+	srv, err := newServer(fs, mountpoint, &o)
 	if err != nil {
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
@@ -65,8 +66,20 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 	return s, nil
 }
 
-// mountOptions translates Options into go-fuse's.
-func (o *Options) mountOptions() *fuse.MountOptions {
+// newServer mounts with mount(2), which takes every generic flag as a bit,
+// and falls back to fusermount3, which takes them as names, when the
+// kernel refuses an unprivileged caller.
+func newServer(fs *fileSystem, mountpoint string, o *Options) (*fuse.Server, error) {
+	srv, err := fuse.NewServer(fs, mountpoint, o.mountOptions(true))
+	if errors.Is(err, syscall.EPERM) {
+		srv, err = fuse.NewServer(fs, mountpoint, o.mountOptions(false))
+	}
+	return srv, err
+}
+
+// mountOptions translates Options into go-fuse's, for mount(2) (direct)
+// or fusermount3.
+func (o *Options) mountOptions(direct bool) *fuse.MountOptions {
 	mo := &fuse.MountOptions{
 		AllowOther:              o.AllowOther,
 		MaxBackground:           o.MaxBackground,
@@ -78,11 +91,10 @@ func (o *Options) mountOptions() *fuse.MountOptions {
 		// the kernel may keep them.
 		EnableSymlinkCaching: true,
 		DisableReadDirPlus:   o.ReadDirPlus == ReadDirPlusNever,
-		// mount(2) directly when root, else fusermount3.
-		DirectMount: true,
-		Debug:       o.Debug,
-		Logger:      log.New(logWriter{o.Logger, o.Debug}, "", 0),
+		Debug:                o.Debug,
+		Logger:               log.New(logWriter{o.Logger, o.Debug}, "", 0),
 	}
+	o.applyMountFlags(mo, direct)
 	// O_TRUNC travels with OPEN (the volume truncates there) instead of
 	// costing a SETATTR before it; privileges are cleared here, not
 	// after a GETXATTR before every write (killpriv.go).
@@ -92,9 +104,6 @@ func (o *Options) mountOptions() *fuse.MountOptions {
 	}
 	if !o.NoDefaultPermissions {
 		mo.Options = append(mo.Options, "default_permissions")
-	}
-	if o.ReadOnly {
-		mo.Options = append(mo.Options, "ro")
 	}
 	return mo
 }

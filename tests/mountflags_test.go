@@ -1,0 +1,60 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestMountFlags: generic mount flags are in force from the moment the
+// mount appears (no remount): the kernel lists them for the mount and
+// the superblock, and honours noexec.
+func TestMountFlags(t *testing.T) {
+	m := newMount(t, func(c *config) {
+		c.mount.MountFlags = syscall.MS_NOEXEC | syscall.MS_NOATIME | syscall.MS_DIRSYNC
+	})
+	perMount, super := mountOptions(t, m.Dir)
+	for _, want := range []string{"rw", "nosuid", "nodev", "noexec", "noatime"} {
+		if !slices.Contains(perMount, want) {
+			t.Errorf("mount options %q lack %s", perMount, want)
+		}
+	}
+	if !slices.Contains(super, "dirsync") {
+		t.Errorf("superblock options %q lack dirsync", super)
+	}
+	script := m.path("script")
+	must(t, os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	if err := exec.Command(script).Run(); !os.IsPermission(err) {
+		t.Errorf("running a program on a noexec mount: %v, want permission denied", err)
+	}
+
+	suid := newMount(t, func(c *config) { c.mount.Suid, c.mount.Dev = true, true })
+	perMount, _ = mountOptions(t, suid.Dir)
+	if slices.Contains(perMount, "nosuid") || slices.Contains(perMount, "nodev") {
+		t.Errorf("mount with Suid and Dev: options %q", perMount)
+	}
+}
+
+// mountOptions returns the per-mount and superblock options the kernel
+// lists for the mount on dir (proc(5), /proc/self/mountinfo).
+func mountOptions(t *testing.T, dir string) (perMount, super []string) {
+	t.Helper()
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	must(t, err)
+	dir = filepath.Clean(dir)
+	for _, line := range strings.Split(string(info), "\n") {
+		before, after, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(before), strings.Fields(after)
+		if ok && len(f) >= 6 && f[4] == dir && len(g) >= 3 {
+			perMount, super = strings.Split(f[5], ","), strings.Split(g[2], ",")
+		}
+	}
+	if perMount == nil {
+		t.Fatalf("%s is not in /proc/self/mountinfo", dir)
+	}
+	return perMount, super
+}
