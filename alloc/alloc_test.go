@@ -322,3 +322,36 @@ func mustLayer(t *testing.T, reg *accounting.Registry) accounting.LayerStat {
 	}
 	return l
 }
+
+// The last block of the largest device exercises the edges of the packed
+// keys (offset 2^32-1, end 2^32).
+func TestLastBlockOfLargestDevice(t *testing.T) {
+	a := mustNew(t, MaxCapacity, nil, Options{})
+	last := Extent{Off: MaxCapacity - 1, Len: 1}
+	if e, err := a.Alloc(MaxCapacity-1, 1, 1); err != nil || e != last {
+		t.Fatalf("Alloc at the last block = %v, %v; want %v", e, err, last)
+	}
+	if err := a.Free(last); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := a.Alloc(MaxCapacity+5, 10, 10); err != nil || e.End() != MaxCapacity {
+		t.Fatalf("Alloc past the end = %v, %v; want the last 10 blocks", e, err)
+	} else if err := a.Free(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reserve(last); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(Extent{Off: MaxCapacity - 2, Len: 2}); !errors.Is(err, ErrDoubleFree) {
+		t.Fatalf("free over a free block: %v; want ErrDoubleFree", err)
+	}
+	if err := a.Free(last); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.AppendFree(nil); !slices.Equal(got, []Extent{{0, MaxCapacity}}) {
+		t.Fatalf("free space %v; want the whole device", got)
+	}
+}

@@ -9,6 +9,10 @@ import (
 
 // The workloads of ALLOCATOR.md, seeded, on 4 KiB blocks with an
 // allocation unit of one block. Scale with -alloc.capacity.
+//
+// The regret oracle is an unbounded nearest-fit scan: from block 0 at high
+// fill it visits thousands of extents, so W1 and W2 (hundreds of thousands
+// of calls) sample it on every 16th call.
 var (
 	benchCapacity = flag.Uint64("alloc.capacity", 1<<20, "device size in blocks for benchmarks W1-W4 (W3 uses 4x)")
 	benchHints    = flag.String("alloc.hints", "zero", "hints of W1-W3: zero (as Ceph's tests) or random")
@@ -92,7 +96,7 @@ func BenchmarkW1Overwrite(b *testing.B) {
 	for _, fill := range []int{90, 50, 10} {
 		b.Run(fmt.Sprintf("fill=%d", fill), func(b *testing.B) {
 			forPolicies(b, func(b *testing.B, np func(uint64, []Extent) (policy, error)) {
-				runWorkload(b, np, *benchCapacity, nil, 1, func(h *harness) {
+				runWorkload(b, np, *benchCapacity, nil, 16, func(h *harness) {
 					h.fillTo(float64(fill)/100, h.pow2Size)
 					for written := uint64(0); written < 3*h.capacity; {
 						quota, n := h.pow2Size(), h.pow2Size()
@@ -115,7 +119,7 @@ func BenchmarkW2SmallOverwrites(b *testing.B) {
 	for _, fill := range []int{90, 75, 50, 20} {
 		b.Run(fmt.Sprintf("fill=%d", fill), func(b *testing.B) {
 			forPolicies(b, func(b *testing.B, np func(uint64, []Extent) (policy, error)) {
-				runWorkload(b, np, *benchCapacity, nil, 1, func(h *harness) {
+				runWorkload(b, np, *benchCapacity, nil, 16, func(h *harness) {
 					h.fillTo(float64(fill+5)/100, func() uint64 { return 256 << h.r.IntN(3) })
 					for target := h.used - h.capacity/20; h.used > target; {
 						h.release(1 + h.r.Uint64N(512))

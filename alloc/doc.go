@@ -50,7 +50,7 @@
 //
 // # Costs
 //
-// A call costs at most 2K+3 visits and 6 seeks (descents from a B-tree
+// A call costs at most 2K+2 visits and 6 seeks (descents from a B-tree
 // root), whatever the size or fragmentation of free space, then at most 3
 // deletions and 3 insertions per index. [Stats] reports the totals and the
 // maxima per call: deterministic figures that tests bound. Free costs two

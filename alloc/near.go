@@ -118,6 +118,9 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 	n = 0
 	c.seeks++
 	s.byOff.ascend(pivot(hint+1), func(key uint64) bool {
+		if key>>32 <= hint {
+			return false // hint is the last block: nothing lies above it
+		}
 		f := fromOffKey(key)
 		c.visits++
 		if dist := f.Off - hint; dist > d || best.beats(dist) {

@@ -11,7 +11,7 @@ import (
 type Options struct {
 	// WindowExtents is K, the most free extents the near search visits on
 	// each side of the hint before it falls back to the by-size index.
-	// Default 32. It bounds the cost of a call: at most 2K+1 visits.
+	// Default 32. It bounds the cost of a call: at most 2K+2 visits.
 	WindowExtents int
 	// WindowBlocks is D, how far from the hint, in blocks, the near search
 	// looks. Default 4096 (16 MiB of 4 KiB blocks).
