@@ -18,6 +18,15 @@ import (
 // Freeing data blocks is the caller's business: apply touches metadata only.
 func (v *Volume) apply(r format.Record) error {
 	switch r := r.(type) {
+	// format.ScanCheckpoint hands the common records over by pointer.
+	case *format.InodeRec:
+		return v.applyInode(r)
+	case *format.DirentRec:
+		return v.applyDirent(r)
+	case *format.ExtentsRec:
+		return v.applyExtents(r)
+	case format.ExtentsRec:
+		return v.applyExtents(&r)
 	case format.InodeRec:
 		return v.applyInode(&r)
 	case format.InodeFreeRec:
@@ -36,16 +45,6 @@ func (v *Volume) apply(r format.Record) error {
 			}
 			d.remove(r.Name)
 		}
-		return nil
-	case format.ExtentsRec:
-		n, err := v.inodeRec(r.Ino, syscall.S_IFREG)
-		if err != nil {
-			return err
-		}
-		if err := checkExtents(r.Extents); err != nil {
-			return corruptf("inode %d: %v", r.Ino, err)
-		}
-		n.ext().extents = nilIfEmpty(r.Extents) // decoders may give empty, not nil
 		return nil
 	case format.InlineRec:
 		n, err := v.inodeRec(r.Ino, syscall.S_IFREG)
@@ -131,6 +130,18 @@ func (v *Volume) applyInode(r *format.InodeRec) error {
 	return nil
 }
 
+func (v *Volume) applyExtents(r *format.ExtentsRec) error {
+	n, err := v.inodeRec(r.Ino, syscall.S_IFREG)
+	if err != nil {
+		return err
+	}
+	if err := checkExtents(r.Extents); err != nil {
+		return corruptf("inode %d: %v", r.Ino, err)
+	}
+	n.ext().extents = nilIfEmpty(r.Extents) // decoders may give empty, not nil
+	return nil
+}
+
 func (v *Volume) applyInodeFree(ino Ino) error {
 	n := v.inodes.get(ino)
 	if n == nil {
@@ -168,8 +179,32 @@ func (v *Volume) applyDirent(r *format.DirentRec) error {
 	if cd := c.dirOf(); cd != nil {
 		cd.parent = Ino(r.Parent)
 	}
+	if v.loading != nil {
+		wasLoading := d.loading
+		if d.appendLoaded(r.Name, Ino(r.Ino), r.Cookie) {
+			if !wasLoading {
+				*v.loading = append(*v.loading, loadedDir{r.Parent, d})
+			}
+			v.acct.dirents.Alloc(direntBytes + int64(len(r.Name)))
+			return nil
+		}
+		if err := v.indexLoaded(d, r.Parent); err != nil {
+			return err
+		}
+	}
 	if !d.insert(r.Name, Ino(r.Ino), r.Cookie) {
 		v.acct.dirents.Alloc(direntBytes + int64(len(r.Name)))
+	}
+	return nil
+}
+
+// indexLoaded builds the index of directory ino if appendLoaded filled it.
+func (v *Volume) indexLoaded(d *dir, ino uint64) error {
+	if !d.loading {
+		return nil
+	}
+	if err := d.indexLoaded(); err != nil {
+		return corruptf("directory %d: %v", ino, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"fmt"
 	"hash/maphash"
 	"sort"
 	"sync/atomic"
@@ -51,6 +52,9 @@ type dir struct {
 	index  map[uint64]uint32 // name hash -> position in ents
 	clash  map[string]uint32 // name -> position, for names whose hash is taken
 	cursor atomic.Uint64     // where the data of the next file placed goes
+	// loading marks entries appended by appendLoaded and not yet indexed
+	// (indexLoaded): only while Open reads the checkpoint.
+	loading bool
 }
 
 func newDir(parent Ino) *dir { return &dir{parent: parent, next: firstCookie} }
@@ -117,6 +121,59 @@ func (d *dir) insert(name string, ino Ino, cookie uint64) (replaced bool) {
 		d.indexAdd(name, uint32(i))
 	}
 	return replaced
+}
+
+// appendLoaded adds an entry read from a checkpoint, which lists each
+// directory's entries once, in cookie order: appended with no lookup, the
+// name index left to indexLoaded, which builds it in one go at its final
+// size. It reports false, adding nothing, for an entry out of order or a
+// directory already indexed; insert takes those.
+func (d *dir) appendLoaded(name string, ino Ino, cookie uint64) bool {
+	if n := len(d.ents); d.index != nil || n > 0 && d.ents[n-1].cookie >= cookie {
+		return false
+	}
+	d.ents = append(d.ents, dent{cookie: cookie, ino: ino, name: name})
+	d.live++
+	d.next = max(d.next, cookie+1)
+	d.loading = true
+	return true
+}
+
+// indexLoaded builds the name index of a directory filled by appendLoaded
+// and reports a name listed twice (which a checkpoint never holds).
+func (d *dir) indexLoaded() error {
+	d.loading = false
+	if d.live <= smallDir {
+		for i, e := range d.ents {
+			for _, f := range d.ents[:i] {
+				if f.name == e.name && e.name != "" {
+					return fmt.Errorf("name %q listed twice", e.name)
+				}
+			}
+		}
+		return nil
+	}
+	d.index = make(map[uint64]uint32, d.live)
+	for i, e := range d.ents {
+		if e.name == "" {
+			continue
+		}
+		// One probe per name: a map of 10^6 names misses the cache on each.
+		h := maphash.String(nameSeed, e.name)
+		p, taken := d.index[h]
+		if !taken {
+			d.index[h] = uint32(i)
+			continue
+		}
+		if _, again := d.clash[e.name]; again || d.ents[p].name == e.name {
+			return fmt.Errorf("name %q listed twice", e.name)
+		}
+		if d.clash == nil {
+			d.clash = make(map[string]uint32)
+		}
+		d.clash[e.name] = uint32(i)
+	}
+	return nil
 }
 
 func (d *dir) indexAdd(name string, p uint32) {

@@ -206,6 +206,16 @@
 // small file: two transactions (the create; the inode and its extent map
 // at write-back), one device write, no device read. Read of a committed
 // file: one device read per extent touched, none when inline or dirty.
-// Open: O(records in the checkpoint and in the log since). Check and a
-// checkpoint: O(inodes + entries + extents). Figures: docs/PERFORMANCE.md.
+// Open: O(records in the checkpoint and in the log since); the checkpoint
+// is read with format.ScanCheckpoint (no allocation per record but the
+// extent maps) and each directory indexed once at its end. 10^6 empty
+// files (2026-11-30, 2-core shared VM, medians of 3, side by side with the
+// code before): 0.61 s CPU / 1.47 s wall after a clean close (was 1.05 /
+// 2.03), 1.07 / 1.85 s after a crash replaying 5·10^5 unlinks (was 1.65 /
+// 2.88). Check and a checkpoint: O(inodes + entries + extents). Figures:
+// docs/PERFORMANCE.md.
+//
+// A file's extent map is one record in one log transaction: a map that
+// would not fit (free space shredded into many small extents) fails its
+// write-back with ErrNoSpace, nothing changed.
 package volume

@@ -40,6 +40,7 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	v.inodes.acct = v.acct.chunks
 	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
 	v.dataStart = sb.Log.End()
+	v.txnRoom = txnRoom(sb.Log.Len, sb.BlockSize)
 	v.fixed = []alloc.Extent{{Off: 0, Len: v.dataStart}}
 
 	head, nextSeq, err := v.load(sb)
@@ -75,10 +76,23 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	return v, nil
 }
 
+// maxExtentBytes is the most an extent takes in an ExtentsRec: three
+// varints.
+const maxExtentBytes = 30
+
+// txnRoom is the bytes of an extent map a log of logBlocks blocks surely
+// takes in one transaction: the journal allows half the log less a block,
+// less 1 KiB for the chunk header and the transaction's other records (an
+// inode, an emptied inline record).
+func txnRoom(logBlocks uint64, blockSize uint32) int {
+	room := (max(logBlocks/2, 2) - 1) * uint64(blockSize)
+	return int(max(room, 1024) - 1024)
+}
+
 // load rebuilds the metadata from the checkpoint and, after a crash, the
 // log; it returns where the log continues.
 func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
-	info, err := format.ReadCheckpoint(v.dev, sb.CheckpointLoc(), v.apply)
+	info, err := v.loadCheckpoint(sb)
 	if err != nil {
 		return journal.Position{}, 0, fmt.Errorf("checkpoint at block %d: %w (%w)", sb.Checkpoint, ErrCorrupt, err)
 	}
@@ -114,6 +128,25 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 	v.recovery.Transactions = next - sb.LogSeq
 	v.opts.Logger.WithField("transactions", next-sb.LogSeq).Info("log replayed")
 	return head, next, nil
+}
+
+// loadCheckpoint applies the checkpoint sb names. Its directories' entries
+// come in cookie order, each once: they are appended without lookups and
+// indexed at the end, one map of the right size per directory.
+func (v *Volume) loadCheckpoint(sb *format.Superblock) (format.CheckpointInfo, error) {
+	var dirs []loadedDir
+	v.loading = &dirs
+	defer func() { v.loading = nil }()
+	info, err := format.ScanCheckpoint(v.dev, sb.CheckpointLoc(), v.apply)
+	if err != nil {
+		return info, err
+	}
+	for _, d := range dirs {
+		if err := v.indexLoaded(d.d, d.ino); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
 }
 
 // rebuildSpace builds the allocator from every block in use: the

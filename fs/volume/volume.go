@@ -27,7 +27,10 @@ type Volume struct {
 	fixed     []alloc.Extent // superblocks and log: outside the data area
 	dataStart uint64         // first block of the data area
 	nextGen   uint64         // generation of the next inode created
-	j         *journal.Journal
+	// txnRoom is the bytes of records one log transaction surely holds:
+	// it bounds a file's extent map, which is one record.
+	txnRoom int
+	j       *journal.Journal
 
 	ckptMu  sync.Mutex        // serialises checkpoints and superblock writes; inside v.mu
 	sb      format.Superblock // the newest superblock written
@@ -39,10 +42,17 @@ type Volume struct {
 	now     func() int64 // the clock, in Unix ns
 	acct    acct
 
-	recovery Recovery // what Open did; set before Open returns, then read-only
+	recovery Recovery     // what Open did; set before Open returns, then read-only
+	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
 
 	dirtyMu sync.Mutex // leaf lock guarding dirty
 	dirty   map[Ino]*fileData
+}
+
+// loadedDir is a directory whose index Open builds after the checkpoint.
+type loadedDir struct {
+	ino uint64
+	d   *dir
 }
 
 func clock() int64 { return time.Now().UnixNano() }
@@ -62,6 +72,9 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 		if err = v.checkpoint(false); err == nil {
 			seq, err = v.j.Append(txn)
 		}
+	}
+	if errors.Is(err, journal.ErrTxnTooLarge) {
+		return 0, fmt.Errorf("log: %w (%w)", ErrNoSpace, err)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("log: %w", err)
