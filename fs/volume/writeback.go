@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -111,11 +112,32 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 		extents = insertExtents(extents, placed)
 		cks = cks[k:]
 	}
-	recs = []format.Record{nil, format.ExtentsRec{Ino: uint64(ino), Extents: extents}}
+	rec := format.ExtentsRec{Ino: uint64(ino), Extents: extents}
+	if err := v.loggable(&rec); err != nil {
+		return nil, nil, fresh, err
+	}
+	recs = []format.Record{nil, rec}
 	if inline != nil {
 		recs = append(recs, format.InlineRec{Ino: uint64(ino)})
 	}
 	return recs, dropped, fresh, nil
+}
+
+// loggable refuses, with ErrNoSpace, an extent map too large for one
+// record in one log transaction (free space too fragmented for the file):
+// write-back then fails with nothing changed instead of committing a
+// record the log cannot take. Only a map that might not fit is encoded to
+// find out.
+func (v *Volume) loggable(r *format.ExtentsRec) error {
+	n := len(r.Extents)
+	if n*maxExtentBytes <= v.txnRoom {
+		return nil
+	}
+	if size := len(format.AppendRecord(nil, r)); n > format.MaxExtents || size > v.txnRoom {
+		return fmt.Errorf("extent map of %d extents (%d bytes) over the %d bytes a log transaction holds: free space too fragmented: %w",
+			n, size, v.txnRoom, ErrNoSpace)
+	}
+	return nil
 }
 
 // place allocates device blocks for logical blocks [lb, le), as few
