@@ -19,18 +19,18 @@ const (
 // OpenDir keeps no state: a listing is resumed from its offset alone, so
 // there is nothing to allocate, look up or release per open directory.
 func (fs *fileSystem) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	fs.begin(opOpenDir)
-	return fs.done(opOpenDir, in.NodeId, nil)
+	start := fs.begin(opOpenDir)
+	return fs.done(opOpenDir, start, in.NodeId, nil)
 }
 
 func (fs *fileSystem) ReleaseDir(in *fuse.ReleaseIn) {
-	fs.begin(opReleaseDir)
-	fs.stats.end(opReleaseDir, false)
+	start := fs.begin(opReleaseDir)
+	fs.stats.end(opReleaseDir, start, false)
 }
 
 func (fs *fileSystem) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	fs.begin(opFsyncDir)
-	return fs.done(opFsyncDir, in.NodeId, fs.vol.Fsync(volume.Ino(in.NodeId), in.FsyncFlags&1 != 0))
+	start := fs.begin(opFsyncDir)
+	return fs.done(opFsyncDir, start, in.NodeId, fs.vol.Fsync(volume.Ino(in.NodeId), in.FsyncFlags&1 != 0))
 }
 
 // dots adds "." and ".." when the listing starts before them and reports
@@ -58,14 +58,14 @@ func (fs *fileSystem) parent(in *fuse.ReadIn) uint64 {
 }
 
 func (fs *fileSystem) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	fs.begin(opReadDir)
+	start := fs.begin(opReadDir)
 	if !fs.dots(in, out.AddDirEntry) {
-		return fs.done(opReadDir, in.NodeId, nil)
+		return fs.done(opReadDir, start, in.NodeId, nil)
 	}
 	err := fs.vol.ReadDir(volume.Ino(in.NodeId), in.Offset, func(e volume.DirEntry) bool {
 		return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode, Off: e.Cookie})
 	})
-	return fs.done(opReadDir, in.NodeId, err)
+	return fs.done(opReadDir, start, in.NodeId, err)
 }
 
 // ReadDirPlus lists like ReadDir and adds each entry's attributes, so the
@@ -74,9 +74,9 @@ func (fs *fileSystem) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirE
 // reply before an entry is accepted. "." and ".." get no attributes (node
 // ID 0), for which the kernel takes no reference.
 func (fs *fileSystem) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	fs.begin(opReadDirPlus)
+	start := fs.begin(opReadDirPlus)
 	if !fs.dots(in, func(e fuse.DirEntry) bool { return out.AddDirLookupEntry(e) != nil }) {
-		return fs.done(opReadDirPlus, in.NodeId, nil)
+		return fs.done(opReadDirPlus, start, in.NodeId, nil)
 	}
 	err := fs.vol.ReadDirPlus(volume.Ino(in.NodeId), in.Offset, func(e volume.DirEntry, a volume.Attr) bool {
 		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode, Off: e.Cookie})
@@ -86,5 +86,5 @@ func (fs *fileSystem) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.
 		fs.setEntry(eo, &a)
 		return true
 	})
-	return fs.done(opReadDirPlus, in.NodeId, err)
+	return fs.done(opReadDirPlus, start, in.NodeId, err)
 }

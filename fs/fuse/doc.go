@@ -111,11 +111,18 @@
 // # Accounting
 //
 // Layer "fuse" of the accounting registry (Options.Accounting, default
-// accounting.Default): counters "op-NAME" for requests and "err-NAME" for
-// requests answered with an errno, by the kernel's opcode name (op-LOOKUP,
-// err-RENAME, ...), and the record "request" whose live count is the
-// requests in flight. The counters are resolved once at mount; a request
-// costs two or three striped atomic additions and no allocation.
+// accounting.Default): counters "op-NAME" for requests, "err-NAME" for
+// requests answered with an errno and "ns-NAME" for the nanoseconds spent
+// serving them, by the kernel's opcode name (op-LOOKUP, err-RENAME,
+// ns-WRITE, ...), and the record "request" whose live count is the
+// requests in flight. Server.Latencies adds a log2 histogram per opcode
+// (OpLatency: count, total, 30 buckets from under 1 µs to over 9 min,
+// Mean, Quantile) for `smallfs stats`. Latency is the adapter's service
+// time: from the start of its method to the reply handed to go-fuse,
+// volume work included, the kernel's queueing and go-fuse's decoding and
+// reply write not. The counters are resolved once at mount; a request
+// costs two clock reads and five atomic additions (about 150 ns,
+// BenchmarkRequestAccounting) and no allocation.
 //
 // # Costs
 //

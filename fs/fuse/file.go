@@ -27,7 +27,7 @@ func (fs *fileSystem) openFlags(flags uint32) uint32 {
 }
 
 func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	fs.begin(opCreate)
+	start := fs.begin(opCreate)
 	ctx := caller(&in.InHeader)
 	a, h, err := fs.vol.Create(ctx, volume.Ino(in.NodeId), name, in.Mode, in.Flags)
 	if err == nil && in.OpenFlags&fuse.OPEN_KILL_SUIDGID != 0 {
@@ -43,11 +43,11 @@ func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, 
 		out.Fh = fs.files.add(h)
 		out.OpenFlags = fs.openFlags(in.Flags)
 	}
-	return fs.done(opCreate, in.NodeId, err)
+	return fs.done(opCreate, start, in.NodeId, err)
 }
 
 func (fs *fileSystem) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	fs.begin(opOpen)
+	start := fs.begin(opOpen)
 	h, err := fs.vol.OpenFile(volume.Ino(in.NodeId), in.Flags)
 	if err == nil && in.Mode&fuse.OPEN_KILL_SUIDGID != 0 {
 		if err = fs.killPriv(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
@@ -58,7 +58,7 @@ func (fs *fileSystem) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 		out.Fh = fs.files.add(h)
 		out.OpenFlags = fs.openFlags(in.Flags)
 	}
-	return fs.done(opOpen, in.NodeId, err)
+	return fs.done(opOpen, start, in.NodeId, err)
 }
 
 // errBadHandle answers a request naming a file handle the adapter never
@@ -69,67 +69,67 @@ var errBadHandle = fmt.Errorf("unknown file handle: %w", syscall.EBADF)
 // contiguous extent (the kernel splices it from the device fd), and from
 // the volume's memory for inline files, dirty data and holes.
 func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
-	fs.begin(opRead)
+	start := fs.begin(opRead)
 	h := fs.files.get(in.Fh)
 	if h == nil {
-		return nil, fs.done(opRead, in.NodeId, errBadHandle)
+		return nil, fs.done(opRead, start, in.NodeId, errBadHandle)
 	}
 	off, n := int64(in.Offset), min(int(in.Size), len(buf))
 	if fs.devFd >= 0 {
 		p, err := h.ReadPlan(off, n)
 		if err != nil {
-			return nil, fs.done(opRead, in.NodeId, err)
+			return nil, fs.done(opRead, start, in.NodeId, err)
 		}
 		if p.Bytes == nil && p.Len > 0 {
-			return fuse.ReadResultFd(uintptr(fs.devFd), p.DevOff, p.Len), fs.done(opRead, in.NodeId, nil)
+			return fuse.ReadResultFd(uintptr(fs.devFd), p.DevOff, p.Len), fs.done(opRead, start, in.NodeId, nil)
 		}
-		return fuse.ReadResultData(p.Bytes), fs.done(opRead, in.NodeId, nil)
+		return fuse.ReadResultData(p.Bytes), fs.done(opRead, start, in.NodeId, nil)
 	}
 	m, err := h.ReadAt(buf[:n], off)
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
-	return fuse.ReadResultData(buf[:m]), fs.done(opRead, in.NodeId, err)
+	return fuse.ReadResultData(buf[:m]), fs.done(opRead, start, in.NodeId, err)
 }
 
 func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	fs.begin(opWrite)
+	start := fs.begin(opWrite)
 	h := fs.files.get(in.Fh)
 	if h == nil {
-		return 0, fs.done(opWrite, in.NodeId, errBadHandle)
+		return 0, fs.done(opWrite, start, in.NodeId, errBadHandle)
 	}
 	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
 		if err := fs.killPriv(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
-			return 0, fs.done(opWrite, in.NodeId, err)
+			return 0, fs.done(opWrite, start, in.NodeId, err)
 		}
 	}
 	n, err := h.WriteAt(data, int64(in.Offset))
-	return uint32(n), fs.done(opWrite, in.NodeId, err)
+	return uint32(n), fs.done(opWrite, start, in.NodeId, err)
 }
 
 // Flush runs at every close of a writable open file: delayed allocation
 // happens here at the latest, so ENOSPC and I/O errors reach close(2).
 func (fs *fileSystem) Flush(_ <-chan struct{}, in *fuse.FlushIn) fuse.Status {
-	fs.begin(opFlush)
+	start := fs.begin(opFlush)
 	h := fs.files.get(in.Fh)
 	if h == nil {
-		return fs.done(opFlush, in.NodeId, errBadHandle)
+		return fs.done(opFlush, start, in.NodeId, errBadHandle)
 	}
-	return fs.done(opFlush, in.NodeId, h.Flush())
+	return fs.done(opFlush, start, in.NodeId, h.Flush())
 }
 
 func (fs *fileSystem) Release(_ <-chan struct{}, in *fuse.ReleaseIn) {
-	fs.begin(opRelease)
+	start := fs.begin(opRelease)
 	var err error = errBadHandle
 	if h := fs.files.remove(in.Fh); h != nil {
 		err = h.Release()
 	}
-	fs.done(opRelease, in.NodeId, err)
+	fs.done(opRelease, start, in.NodeId, err)
 }
 
 // Fsync serves fsync and fdatasync; FUSE_FSYNC_FDATASYNC is bit 0.
 func (fs *fileSystem) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	fs.begin(opFsync)
+	start := fs.begin(opFsync)
 	datasync := in.FsyncFlags&1 != 0
 	var err error
 	if h := fs.files.get(in.Fh); h != nil {
@@ -137,20 +137,20 @@ func (fs *fileSystem) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 	} else {
 		err = fs.vol.Fsync(volume.Ino(in.NodeId), datasync)
 	}
-	return fs.done(opFsync, in.NodeId, err)
+	return fs.done(opFsync, start, in.NodeId, err)
 }
 
 func (fs *fileSystem) Fallocate(_ <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
-	fs.begin(opFallocate)
+	start := fs.begin(opFallocate)
 	err := fs.vol.Fallocate(volume.Ino(in.NodeId), in.Mode, int64(in.Offset), int64(in.Length))
-	return fs.done(opFallocate, in.NodeId, err)
+	return fs.done(opFallocate, start, in.NodeId, err)
 }
 
 // Lseek serves SEEK_DATA and SEEK_HOLE; the kernel does the other whences
 // itself.
 func (fs *fileSystem) Lseek(_ <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
-	fs.begin(opLseek)
+	start := fs.begin(opLseek)
 	off, err := fs.vol.Lseek(volume.Ino(in.NodeId), int64(in.Offset), int(in.Whence))
 	out.Offset = uint64(off)
-	return fs.done(opLseek, in.NodeId, err)
+	return fs.done(opLseek, start, in.NodeId, err)
 }

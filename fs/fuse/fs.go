@@ -72,12 +72,12 @@ func (fs *fileSystem) OnUnmount() {
 
 // begin counts a request; every served method calls it first and returns
 // through done.
-func (fs *fileSystem) begin(op opcode) { fs.stats.begin(op) }
+func (fs *fileSystem) begin(op opcode) time.Time { return fs.stats.begin(op) }
 
-// done counts the end of a request and converts its error.
-func (fs *fileSystem) done(op opcode, ino uint64, err error) fuse.Status {
+// done counts the end of a request begun at start and converts its error.
+func (fs *fileSystem) done(op opcode, start time.Time, ino uint64, err error) fuse.Status {
 	st := fs.status(op, ino, err)
-	fs.stats.end(op, st != fuse.OK)
+	fs.stats.end(op, start, st != fuse.OK)
 	return st
 }
 

@@ -1,6 +1,8 @@
 package fuse
 
 import (
+	"time"
+
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/smallfs/smallfs/fs/volume"
@@ -9,45 +11,45 @@ import (
 // entryDone finishes a request that created or found a name: on success the
 // reply carries the inode, and the volume has counted the kernel's new
 // reference to it.
-func (fs *fileSystem) entryDone(op opcode, parent uint64, out *fuse.EntryOut, a volume.Attr, err error) fuse.Status {
+func (fs *fileSystem) entryDone(op opcode, start time.Time, parent uint64, out *fuse.EntryOut, a volume.Attr, err error) fuse.Status {
 	if err == nil {
 		fs.setEntry(out, &a)
 	}
-	return fs.done(op, parent, err)
+	return fs.done(op, start, parent, err)
 }
 
 func (fs *fileSystem) Mknod(_ <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	fs.begin(opMknod)
+	start := fs.begin(opMknod)
 	a, err := fs.vol.Mknod(caller(&in.InHeader), volume.Ino(in.NodeId), name, in.Mode, in.Rdev)
-	return fs.entryDone(opMknod, in.NodeId, out, a, err)
+	return fs.entryDone(opMknod, start, in.NodeId, out, a, err)
 }
 
 func (fs *fileSystem) Mkdir(_ <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	fs.begin(opMkdir)
+	start := fs.begin(opMkdir)
 	a, err := fs.vol.Mkdir(caller(&in.InHeader), volume.Ino(in.NodeId), name, in.Mode)
-	return fs.entryDone(opMkdir, in.NodeId, out, a, err)
+	return fs.entryDone(opMkdir, start, in.NodeId, out, a, err)
 }
 
 func (fs *fileSystem) Symlink(_ <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	fs.begin(opSymlink)
+	start := fs.begin(opSymlink)
 	a, err := fs.vol.Symlink(caller(h), volume.Ino(h.NodeId), name, target)
-	return fs.entryDone(opSymlink, h.NodeId, out, a, err)
+	return fs.entryDone(opSymlink, start, h.NodeId, out, a, err)
 }
 
 func (fs *fileSystem) Link(_ <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	fs.begin(opLink)
+	start := fs.begin(opLink)
 	a, err := fs.vol.Link(caller(&in.InHeader), volume.Ino(in.Oldnodeid), volume.Ino(in.NodeId), name)
-	return fs.entryDone(opLink, in.NodeId, out, a, err)
+	return fs.entryDone(opLink, start, in.NodeId, out, a, err)
 }
 
 func (fs *fileSystem) Unlink(_ <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	fs.begin(opUnlink)
-	return fs.done(opUnlink, h.NodeId, fs.vol.Unlink(caller(h), volume.Ino(h.NodeId), name))
+	start := fs.begin(opUnlink)
+	return fs.done(opUnlink, start, h.NodeId, fs.vol.Unlink(caller(h), volume.Ino(h.NodeId), name))
 }
 
 func (fs *fileSystem) Rmdir(_ <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	fs.begin(opRmdir)
-	return fs.done(opRmdir, h.NodeId, fs.vol.Rmdir(caller(h), volume.Ino(h.NodeId), name))
+	start := fs.begin(opRmdir)
+	return fs.done(opRmdir, start, h.NodeId, fs.vol.Rmdir(caller(h), volume.Ino(h.NodeId), name))
 }
 
 // opcodeRename2 is FUSE_RENAME2, the kernel's rename with flags.
@@ -58,17 +60,17 @@ const opcodeRename2 = 45
 // RENAME, whose shorter input go-fuse still presents as a RenameIn, with
 // Flags overlapping the first name's bytes.
 func (fs *fileSystem) Rename(_ <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
-	fs.begin(opRename)
+	start := fs.begin(opRename)
 	var flags uint32
 	if in.Opcode == opcodeRename2 {
 		flags = in.Flags
 	}
 	err := fs.vol.Rename(caller(&in.InHeader), volume.Ino(in.NodeId), oldName, volume.Ino(in.Newdir), newName, flags)
-	return fs.done(opRename, in.NodeId, err)
+	return fs.done(opRename, start, in.NodeId, err)
 }
 
 func (fs *fileSystem) Readlink(_ <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
-	fs.begin(opReadlink)
+	start := fs.begin(opReadlink)
 	target, err := fs.vol.Readlink(volume.Ino(h.NodeId))
-	return []byte(target), fs.done(opReadlink, h.NodeId, err)
+	return []byte(target), fs.done(opReadlink, start, h.NodeId, err)
 }

@@ -10,39 +10,39 @@ import (
 )
 
 func (fs *fileSystem) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	fs.begin(opLookup)
+	start := fs.begin(opLookup)
 	a, err := fs.vol.Lookup(caller(h), volume.Ino(h.NodeId), name)
 	if errors.Is(err, syscall.ENOENT) && fs.negTO != (timeout{}) {
 		// A reply with node ID 0 is a negative entry the kernel caches for
 		// EntryValid; a plain ENOENT would be asked again next time.
 		*out = fuse.EntryOut{EntryValid: fs.negTO.sec, EntryValidNsec: fs.negTO.nsec}
-		fs.stats.end(opLookup, false)
+		fs.stats.end(opLookup, start, false)
 		return fuse.OK
 	}
 	if err == nil {
 		fs.setEntry(out, &a)
 	}
-	return fs.done(opLookup, h.NodeId, err)
+	return fs.done(opLookup, start, h.NodeId, err)
 }
 
 // Forget serves FORGET and, one by one, BATCH_FORGET (go-fuse splits it).
 func (fs *fileSystem) Forget(nodeid, nlookup uint64) {
-	fs.begin(opForget)
+	start := fs.begin(opForget)
 	fs.vol.Forget(volume.Ino(nodeid), nlookup)
-	fs.stats.end(opForget, false)
+	fs.stats.end(opForget, start, false)
 }
 
 func (fs *fileSystem) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	fs.begin(opGetAttr)
+	start := fs.begin(opGetAttr)
 	a, err := fs.vol.GetAttr(volume.Ino(in.NodeId))
 	if err == nil {
 		fs.setAttrOut(out, &a)
 	}
-	return fs.done(opGetAttr, in.NodeId, err)
+	return fs.done(opGetAttr, start, in.NodeId, err)
 }
 
 func (fs *fileSystem) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	fs.begin(opSetAttr)
+	start := fs.begin(opSetAttr)
 	s := setAttrIn(in)
 	err := fs.killPrivSetAttr(in, &s)
 	var a volume.Attr
@@ -52,7 +52,7 @@ func (fs *fileSystem) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 	if err == nil {
 		fs.setAttrOut(out, &a)
 	}
-	return fs.done(opSetAttr, in.NodeId, err)
+	return fs.done(opSetAttr, start, in.NodeId, err)
 }
 
 // setAttrIn translates the kernel's SETATTR into the volume's. FATTR_FH and
@@ -100,12 +100,12 @@ func setAttrIn(in *fuse.SetAttrIn) volume.SetAttrIn {
 // the caller's uid and primary gid; root passes everything but execute on a
 // file with no execute bit at all, as in the kernel's own check.
 func (fs *fileSystem) Access(_ <-chan struct{}, in *fuse.AccessIn) fuse.Status {
-	fs.begin(opAccess)
+	start := fs.begin(opAccess)
 	a, err := fs.vol.GetAttr(volume.Ino(in.NodeId))
 	if err == nil && !permitted(&a, in.Uid, in.Gid, in.Mask&7) {
 		err = syscall.EACCES
 	}
-	return fs.done(opAccess, in.NodeId, err)
+	return fs.done(opAccess, start, in.NodeId, err)
 }
 
 func permitted(a *volume.Attr, uid, gid, mask uint32) bool {
@@ -123,7 +123,7 @@ func permitted(a *volume.Attr, uid, gid, mask uint32) bool {
 }
 
 func (fs *fileSystem) StatFs(_ <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
-	fs.begin(opStatFs)
+	start := fs.begin(opStatFs)
 	s := fs.vol.StatFS()
 	*out = fuse.StatfsOut{
 		Blocks:  s.Blocks,
@@ -135,5 +135,5 @@ func (fs *fileSystem) StatFs(_ <-chan struct{}, h *fuse.InHeader, out *fuse.Stat
 		Frsize:  s.BlockSize,
 		NameLen: s.NameMax,
 	}
-	return fs.done(opStatFs, h.NodeId, nil)
+	return fs.done(opStatFs, start, h.NodeId, nil)
 }

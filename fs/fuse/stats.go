@@ -1,6 +1,10 @@
 package fuse
 
-import "github.com/smallfs/smallfs/accounting"
+import (
+	"time"
+
+	"github.com/smallfs/smallfs/accounting"
+)
 
 // opcode names the requests the adapter serves, for the per-opcode counters.
 // The numbering is ours (dense, so the counters are a plain array), not the
@@ -54,13 +58,17 @@ var opNames = [numOps]string{
 func (op opcode) String() string { return opNames[op] }
 
 // counters are the adapter's figures in the accounting layer "fuse":
-// counters "op-NAME" (requests) and "err-NAME" (answered with an errno;
-// negative lookups are answers, not errors), and the record "request", whose
-// live count is the requests being served. The counters are looked up once,
-// so a request costs two or three striped atomic adds and no allocation.
+// counters "op-NAME" (requests), "err-NAME" (answered with an errno;
+// negative lookups are answers, not errors) and "ns-NAME" (nanoseconds
+// spent serving them), and the record "request", whose live count is the
+// requests being served; plus a latency histogram per opcode (latency.go).
+// The counters are looked up once, so a request costs two clock reads,
+// four or five atomic adds and no allocation.
 type counters struct {
 	requests [numOps]*accounting.Counter
 	errors   [numOps]*accounting.Counter
+	nanos    [numOps]*accounting.Counter
+	latency  [numOps]histogram
 	inFlight *accounting.Record
 }
 
@@ -70,6 +78,7 @@ func newCounters(reg *accounting.Registry) *counters {
 	for op := range numOps {
 		c.requests[op] = l.Counter("op-" + op.String())
 		c.errors[op] = l.Counter("err-" + op.String())
+		c.nanos[op] = l.Counter("ns-" + op.String())
 	}
 	return c
 }
@@ -77,14 +86,35 @@ func newCounters(reg *accounting.Registry) *counters {
 // Layer is the name of the adapter's accounting layer.
 const Layer = "fuse"
 
-func (c *counters) begin(op opcode) {
+// begin counts a request and returns its start time.
+func (c *counters) begin(op opcode) time.Time {
 	c.requests[op].Inc()
 	c.inFlight.Alloc(0)
+	return time.Now()
 }
 
-func (c *counters) end(op opcode, failed bool) {
+func (c *counters) end(op opcode, start time.Time, failed bool) {
+	d := time.Since(start)
+	c.nanos[op].Add(int64(d))
+	c.latency[op].add(d)
 	if failed {
 		c.errors[op].Inc()
 	}
 	c.inFlight.Free(0)
+}
+
+// latencies reads every opcode's figures that has served a request.
+func (c *counters) latencies() []OpLatency {
+	var out []OpLatency
+	for op := range numOps {
+		l := OpLatency{Op: op.String(), Total: time.Duration(c.nanos[op].Value())}
+		for i := range l.Buckets {
+			l.Buckets[i] = c.latency[op][i].Load()
+			l.Count += l.Buckets[i]
+		}
+		if l.Count > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -42,29 +42,29 @@ func (fs *fileSystem) isLabel(name string) bool {
 var errNoLabels = fmt.Errorf("security labels and ACLs are not supported on this mount: %w", syscall.EOPNOTSUPP)
 
 func (fs *fileSystem) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
-	fs.begin(opGetXAttr)
+	start := fs.begin(opGetXAttr)
 	if fs.isLabel(name) {
-		return 0, fs.done(opGetXAttr, h.NodeId, errNoLabels)
+		return 0, fs.done(opGetXAttr, start, h.NodeId, errNoLabels)
 	}
 	v, err := fs.vol.GetXattr(volume.Ino(h.NodeId), name)
 	if err != nil {
-		return 0, fs.done(opGetXAttr, h.NodeId, err)
+		return 0, fs.done(opGetXAttr, start, h.NodeId, err)
 	}
-	return copyOut(dest, v), fs.done(opGetXAttr, h.NodeId, fitErr(dest, len(v)))
+	return copyOut(dest, v), fs.done(opGetXAttr, start, h.NodeId, fitErr(dest, len(v)))
 }
 
 func (fs *fileSystem) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
-	fs.begin(opListXAttr)
+	start := fs.begin(opListXAttr)
 	names, err := fs.vol.ListXattr(volume.Ino(h.NodeId))
 	if err != nil {
-		return 0, fs.done(opListXAttr, h.NodeId, err)
+		return 0, fs.done(opListXAttr, start, h.NodeId, err)
 	}
 	size := 0
 	for _, n := range names {
 		size += len(n) + 1
 	}
 	if err := fitErr(dest, size); err != nil || len(dest) == 0 {
-		return uint32(size), fs.done(opListXAttr, h.NodeId, err)
+		return uint32(size), fs.done(opListXAttr, start, h.NodeId, err)
 	}
 	off := 0
 	for _, n := range names {
@@ -72,7 +72,7 @@ func (fs *fileSystem) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte
 		dest[off] = 0
 		off++
 	}
-	return uint32(size), fs.done(opListXAttr, h.NodeId, nil)
+	return uint32(size), fs.done(opListXAttr, start, h.NodeId, nil)
 }
 
 // copyOut copies v into dest when it fits and returns v's length.
@@ -93,18 +93,18 @@ func fitErr(dest []byte, size int) error {
 }
 
 func (fs *fileSystem) SetXAttr(_ <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
-	fs.begin(opSetXAttr)
+	start := fs.begin(opSetXAttr)
 	if fs.isLabel(name) {
-		return fs.done(opSetXAttr, in.NodeId, errNoLabels)
+		return fs.done(opSetXAttr, start, in.NodeId, errNoLabels)
 	}
 	err := fs.vol.SetXattr(volume.Ino(in.NodeId), name, value, in.Flags)
-	return fs.done(opSetXAttr, in.NodeId, err)
+	return fs.done(opSetXAttr, start, in.NodeId, err)
 }
 
 func (fs *fileSystem) RemoveXAttr(_ <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	fs.begin(opRemoveXAttr)
+	start := fs.begin(opRemoveXAttr)
 	if fs.isLabel(name) {
-		return fs.done(opRemoveXAttr, h.NodeId, errNoLabels)
+		return fs.done(opRemoveXAttr, start, h.NodeId, errNoLabels)
 	}
-	return fs.done(opRemoveXAttr, h.NodeId, fs.vol.RemoveXattr(volume.Ino(h.NodeId), name))
+	return fs.done(opRemoveXAttr, start, h.NodeId, fs.vol.RemoveXattr(volume.Ino(h.NodeId), name))
 }
