@@ -18,6 +18,10 @@ import (
 func (v *Volume) Check() []Problem {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	// A concurrent checkpoint's blocks belong to nothing until it is
+	// published: wait for it.
+	v.ckptMu.Lock()
+	defer v.ckptMu.Unlock()
 	c := checker{v: v, links: make(map[Ino]uint32)}
 	c.tree()
 	c.inodes()

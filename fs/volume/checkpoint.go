@@ -1,10 +1,14 @@
 package volume
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/smallfs/smallfs/alloc"
+	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
+	"github.com/smallfs/smallfs/fs/journal"
 )
 
 // ckptRef is a checkpoint a superblock slot names, and its blocks.
@@ -51,65 +55,156 @@ func (v *Volume) writeSuperblock(sb *format.Superblock) error {
 // clean, the superblock also says that nothing needs replaying. v.mu is
 // held, for reading at least: no transaction is appended meanwhile.
 //
-// The checkpoint holds the metadata lock across its device writes, so
-// changes wait for it; it runs at Close and when the log passes half full.
+// It holds the metadata lock across its device writes, so changes wait
+// for it: it is for Close and a full log. The periodic commit uses
+// checkpointConcurrent.
 func (v *Volume) checkpoint(clean bool) error {
 	v.ckptMu.Lock()
 	defer v.ckptMu.Unlock()
-	pos, seq := v.j.Mark()
-	var mine []alloc.Extent
-	w, err := format.NewCheckpointWriter(v.dev, format.CheckpointOptions{
+	d, err := v.draft(v.dev)
+	if err != nil {
+		return err
+	}
+	return v.publish(d, clean)
+}
+
+// checkpointConcurrent is the periodic checkpoint. It encodes the metadata
+// under the read lock into memory (about 50 bytes per file, for the time
+// of the write), releases the lock, and only then writes it and the
+// superblock: changes wait for the encoding, never for the device. That
+// is safe because the superblock it writes starts replay where the log
+// stood at the encoding (journal.Mark), so transactions appended meanwhile
+// are replayed over it, and a block they free is reused only once their
+// transaction is durable in that log. A full log (commit) or Close
+// meanwhile waits for v.ckptMu; so does Check, which must not see the
+// draft's blocks owned by nothing.
+func (v *Volume) checkpointConcurrent() error {
+	v.mu.RLock()
+	if v.closed {
+		v.mu.RUnlock()
+		return nil
+	}
+	v.ckptMu.Lock() // inside v.mu, as everywhere
+	defer v.ckptMu.Unlock()
+	mem := &capture{Device: v.dev}
+	d, err := v.draft(mem)
+	v.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	if err := mem.writeTo(v.dev); err != nil {
+		v.releaseAll(d.extents)
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return v.publish(d, false)
+}
+
+// draft is a checkpoint written and not yet current.
+type draft struct {
+	pos     journal.Position // where replay starts after it
+	seq     uint64           // the first transaction it does not hold
+	info    format.CheckpointInfo
+	extents []alloc.Extent
+	nextIno uint64
+}
+
+// draft writes the committed metadata to dev as a checkpoint in freshly
+// allocated blocks (v.mu held, for reading at least, and v.ckptMu).
+func (v *Volume) draft(dev device.Device) (draft, error) {
+	d := draft{nextIno: uint64(v.inodes.next)}
+	d.pos, d.seq = v.j.Mark()
+	w, err := format.NewCheckpointWriter(dev, format.CheckpointOptions{
 		BlockSize: uint32(v.blockSize),
-		NextSeq:   seq,
+		NextSeq:   d.seq,
 		Alloc: func(n uint64) (uint64, uint64, error) {
 			var none uint64
 			e, err := v.space.alloc(v.dataStart, n, &none)
 			if err != nil {
 				return 0, 0, err
 			}
-			mine = append(mine, e)
+			d.extents = append(d.extents, e)
 			return e.Off, e.Len, nil
 		},
 		Free: func(start, n uint64) {
 			v.releaseAll([]alloc.Extent{{Off: start, Len: n}})
-			mine = trimExtents(mine, alloc.Extent{Off: start, Len: n})
+			d.extents = trimExtents(d.extents, alloc.Extent{Off: start, Len: n})
 		},
 		SizeHint: 128 * (v.inodes.used + 16),
 	})
 	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+		return d, fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := v.records(w.Add); err != nil {
 		w.Abort()
-		return fmt.Errorf("checkpoint: %w", err)
+		return d, fmt.Errorf("checkpoint: %w", err)
 	}
-	info, err := w.Finish()
-	if err != nil {
+	if d.info, err = w.Finish(); err != nil {
 		w.Abort()
-		return fmt.Errorf("checkpoint: %w", err)
+		return d, fmt.Errorf("checkpoint: %w", err)
 	}
+	return d, nil
+}
+
+// publish makes a written draft current: a superblock names it (after a
+// flush), the log before it is released, and the frees of the
+// transactions it holds become allocatable (v.ckptMu held).
+func (v *Volume) publish(d draft, clean bool) error {
 	sb := v.sb
-	sb.Checkpoint = info.Block
-	sb.LogHead, sb.LogPrev, sb.LogSeq = pos.Block, pos.Prev, seq
-	sb.NextIno = uint64(v.inodes.next)
+	sb.Checkpoint = d.info.Block
+	sb.LogHead, sb.LogPrev, sb.LogSeq = d.pos.Block, d.pos.Prev, d.seq
+	sb.NextIno = d.nextIno
 	sb.Flags &^= format.FlagClean
 	if clean {
 		sb.Flags |= format.FlagClean
 	}
-	v.pending = ckptRef{block: info.Block, extents: mine}
+	v.pending = ckptRef{block: d.info.Block, extents: d.extents}
 	if err := v.writeSuperblock(&sb); err != nil {
-		v.releaseAll(mine)
+		v.releaseAll(d.extents)
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	// The superblock covers every transaction before seq: the log up to pos
 	// may be overwritten, and the blocks those transactions freed reused.
-	if err := v.j.Release(pos); err != nil {
+	if err := v.j.Release(d.pos); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	v.space.durable(seq - 1)
-	v.space.setCheckpoint(blocksIn(mine))
+	v.space.durable(d.seq - 1)
+	v.space.setCheckpoint(blocksIn(d.extents))
 	v.acct.checkpoints.Inc()
-	v.opts.Logger.WithField("records", info.Records).WithField("bytes", info.PayloadLen).Debug("checkpoint written")
+	v.opts.Logger.WithField("records", d.info.Records).WithField("bytes", d.info.PayloadLen).Debug("checkpoint written")
+	return nil
+}
+
+// capture is a device that keeps the writes made to it in memory, for
+// writeTo to apply later; it cannot be read.
+type capture struct {
+	device.Device // the real device: Size
+	writes        []capturedWrite
+}
+
+type capturedWrite struct {
+	off int64
+	p   []byte
+}
+
+func (c *capture) WriteAt(p []byte, off int64) (int, error) {
+	c.writes = append(c.writes, capturedWrite{off, bytes.Clone(p)})
+	return len(p), nil
+}
+
+func (c *capture) ReadAt([]byte, int64) (int, error) {
+	return 0, errors.New("checkpoint capture: not readable")
+}
+
+func (c *capture) Flush() error { return nil }
+func (c *capture) Close() error { return nil }
+
+// writeTo applies the captured writes to dev, in order.
+func (c *capture) writeTo(dev device.Device) error {
+	for _, w := range c.writes {
+		if _, err := dev.WriteAt(w.p, w.off); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

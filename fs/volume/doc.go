@@ -151,9 +151,19 @@
 //
 // File data is written with only the data lock held; the metadata lock is
 // then taken briefly to append and apply the record, and never held across
-// a journal Sync. The exception is a checkpoint: it holds the metadata
-// lock (shared when periodic, exclusive at Close or when the log is full)
-// across its device writes, so changes wait for it. ReadDir and
+// a journal Sync. The periodic checkpoint encodes the metadata into memory
+// under the read lock and writes it and the superblock after releasing it
+// (checkpointConcurrent), holding only ckptMu: changes wait for the
+// encoding, not for the device. At Close or when the log is full the
+// checkpoint holds the metadata lock across its writes. Check takes
+// ckptMu too, so it never sees a checkpoint's blocks before it is current.
+// BenchmarkCheckpointStall, 10^6 files, medians of 3 (2026-11-30, 2-core
+// shared VM, virtio disk): the longest chmod during a checkpoint is 379 ms
+// holding the lock across the writes, 408 ms encoding only — on this disk
+// the encoding (about 0.35 µs per file, under the lock) is the stall and
+// the writes are short — while 36,568 chmods complete during a checkpoint
+// instead of 4,147. A slow device (network block storage) gains the whole
+// write time. ReadDir and
 // ReadDirPlus callbacks run under the read lock and must not call the
 // volume (a writer queued on the RWMutex would deadlock them). Lookup
 // counts are atomics, bumped under the read lock.

@@ -108,12 +108,7 @@ func (v *Volume) commitNow() error {
 	if used, capacity := v.j.Usage(); used*2 < capacity {
 		return nil
 	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	if v.closed {
-		return nil
-	}
-	return v.checkpoint(false)
+	return v.checkpointConcurrent()
 }
 
 // Fsync makes ino durable: a file's dirty data is written back first; for
