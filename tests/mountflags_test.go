@@ -43,8 +43,16 @@ func TestMountFlags(t *testing.T) {
 // lists for the mount on dir (proc(5), /proc/self/mountinfo).
 func mountOptions(t *testing.T, dir string) (perMount, super []string) {
 	t.Helper()
-	info, err := os.ReadFile("/proc/self/mountinfo")
-	must(t, err)
+	perMount, super = mountOptionsOrNil(dir)
+	if perMount == nil {
+		t.Fatalf("%s is not in /proc/self/mountinfo", dir)
+	}
+	return perMount, super
+}
+
+// mountOptionsOrNil is mountOptions, nil when nothing is mounted on dir.
+func mountOptionsOrNil(dir string) (perMount, super []string) {
+	info, _ := os.ReadFile("/proc/self/mountinfo")
 	dir = filepath.Clean(dir)
 	for _, line := range strings.Split(string(info), "\n") {
 		before, after, ok := strings.Cut(line, " - ")
@@ -52,9 +60,6 @@ func mountOptions(t *testing.T, dir string) (perMount, super []string) {
 		if ok && len(f) >= 6 && f[4] == dir && len(g) >= 3 {
 			perMount, super = strings.Split(f[5], ","), strings.Split(g[2], ",")
 		}
-	}
-	if perMount == nil {
-		t.Fatalf("%s is not in /proc/self/mountinfo", dir)
 	}
 	return perMount, super
 }

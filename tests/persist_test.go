@@ -226,6 +226,34 @@ func TestUnmountFromOutside(t *testing.T) {
 	compareTrees(t, snapshot(t, m.Dir), want)
 }
 
+// TestServerAbort: Abort ends a mount with a file open and written, at
+// once: the mount is gone, the writer's next write fails, what it wrote
+// before is on the image, which closes clean (the harness checks it).
+func TestServerAbort(t *testing.T) {
+	m := newMount(t)
+	data := pattern(10, 10_000)
+	f, err := os.Create(m.path("open"))
+	must(t, err)
+	defer f.Close()
+	_, err = f.Write(data)
+	must(t, err)
+	must(t, m.srv.Abort())
+	select {
+	case <-m.srv.Done():
+	default:
+		t.Fatal("Abort returned before the serve loop ended")
+	}
+	if _, err := f.Write(data); err == nil {
+		t.Error("a write after Abort succeeded")
+	}
+	if perMount, _ := mountOptionsOrNil(m.Dir); perMount != nil {
+		t.Errorf("%s still mounted after Abort", m.Dir)
+	}
+	must(t, m.srv.Abort()) // again: nothing to do
+	m.remount()
+	wantContent(t, m.path("open"), data)
+}
+
 // TestAbortWithOpenFile cuts the connection (fusectl abort) while a file
 // written but not yet flushed is open, so the kernel never releases it:
 // the serve loop still ends, the volume still closes clean (the adapter

@@ -93,6 +93,7 @@ func fuseMissing() bool {
 
 func (s *fuseSession) Done() <-chan struct{} { return s.srv.Done() }
 func (s *fuseSession) Unmount() error        { return s.srv.Unmount() }
+func (s *fuseSession) Abort() error          { return s.srv.Abort() }
 func (s *fuseSession) Sync() error           { return s.vol.Sync() }
 
 // Close closes the volume (write-back, checkpoint, clean flag), then the

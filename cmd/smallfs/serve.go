@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -171,8 +170,12 @@ func (m *mounted) signal(s os.Signal) {
 }
 
 // stop commits what was written, then unmounts. If files are still open
-// the kernel refuses; the mount is then detached (no new opens) and the
-// daemon finishes when the last file is closed.
+// the kernel refuses; the connection is then aborted: the mount goes
+// away at once, the processes holding files get ENOTCONN from then on,
+// and the daemon closes the volume with everything it had received (the
+// open files are released into it). SIGTERM thus ends the daemon
+// promptly, as a service manager expects. If aborting fails, the mount is
+// left detached and the daemon finishes when the last file is closed.
 func (m *mounted) stop(why string) {
 	m.log.WithField("reason", why).Info("unmounting")
 	if err := m.sess.Sync(); err != nil {
@@ -182,26 +185,10 @@ func (m *mounted) stop(why string) {
 	if err == nil {
 		return
 	}
-	m.log.WithError(err).Warn("unmount refused, files are open: detaching the mount")
-	if err := detach(m.p.Mountpoint); err != nil {
-		m.log.WithError(err).Error("detaching the mount failed; the daemon keeps serving")
-		return
+	m.log.WithError(err).Warn("unmount refused, files are open: aborting the connection")
+	if err := m.sess.Abort(); err != nil {
+		m.log.WithError(err).Error("aborting failed; the daemon finishes when the last open file is closed")
 	}
-	m.log.Warn("mount detached; the daemon finishes when the last open file is closed")
-}
-
-// detach unmounts lazily (umount -l): the name goes away now, the
-// filesystem when nobody uses it any more.
-func detach(dir string) error {
-	err := syscall.Unmount(dir, syscall.MNT_DETACH)
-	if errors.Is(err, syscall.EPERM) {
-		out, cerr := exec.Command("fusermount3", "-u", "-z", dir).CombinedOutput()
-		if cerr != nil {
-			return fmt.Errorf("fusermount3 -u -z: %v: %s", cerr, strings.TrimSpace(string(out)))
-		}
-		return nil
-	}
-	return err
 }
 
 // finish closes the volume after the kernel let go of it.

@@ -48,6 +48,12 @@ func (f *fakeSession) Done() <-chan struct{} { return f.done }
 func (f *fakeSession) Sync() error           { f.record("sync"); return nil }
 func (f *fakeSession) Close() error          { f.record("close"); return f.closeErr }
 
+func (f *fakeSession) Abort() error {
+	f.record("abort")
+	close(f.done)
+	return nil
+}
+
 func (f *fakeSession) Unmount() error {
 	f.record("unmount")
 	if !f.unmountOK {
@@ -127,6 +133,22 @@ func TestLifecycleTermUnmountsAndCloses(t *testing.T) {
 	}
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("control socket left behind: %v", err)
+	}
+}
+
+// TestLifecycleBusy: SIGTERM with files open commits, finds the unmount
+// refused, aborts the connection and closes the volume: the daemon ends.
+func TestLifecycleBusy(t *testing.T) {
+	f := newFakeSession()
+	f.unmountOK = false
+	sigs, res, m := startMounted(t, f)
+	socketFor(t, m.p.Mountpoint)
+	sigs <- syscall.SIGTERM
+	if err := <-res; err != nil {
+		t.Fatalf("run = %v after SIGTERM", err)
+	}
+	if got := f.Calls(); got != "sync,unmount,abort,close" {
+		t.Errorf("calls %s, want sync,unmount,abort,close", got)
 	}
 }
 

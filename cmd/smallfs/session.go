@@ -15,6 +15,9 @@ type session interface {
 	// Unmount asks the kernel to unmount; it fails with EBUSY while files
 	// are open.
 	Unmount() error
+	// Abort ends the mount even with files open (detach, then abort the
+	// connection) and returns once Done is closed; see fuse.Server.Abort.
+	Abort() error
 	// Sync commits everything written so far.
 	Sync() error
 	// Close runs after Done: it flushes, writes a checkpoint, marks the

@@ -30,6 +30,14 @@
 // it clean. A daemon killed outright leaves a dead mount ("transport
 // endpoint is not connected") that umount -l removes.
 //
+// Unmount fails (EBUSY) while files are open. Abort ends the mount anyway
+// (abort.go): it detaches the mountpoint and aborts the connection through
+// fusectl, so the processes holding files get ENOTCONN, the serve loop
+// ends and the files the kernel never released are released into the
+// volume: nothing the daemon received is lost. Commit first (volume
+// Sync), then Abort, then close the volume: that is what smallfs does on
+// SIGTERM when the unmount is refused.
+//
 // Mount options: default_permissions is on (the kernel checks mode bits;
 // the volume never does), allow_other only with Options.AllowOther,
 // read-only mounts with Options.ReadOnly ("ro": the kernel refuses every

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/volume"
@@ -25,6 +26,7 @@ type Server struct {
 	fuse       *fuse.Server
 	fs         *fileSystem
 	mountpoint string
+	conn       uint32        // the kernel's connection number, fusectl's directory name
 	served     chan struct{} // closed when the serve loop has ended
 	unmount    sync.Mutex
 }
@@ -58,6 +60,14 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 		_ = s.Unmount()
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
+	// The connection number is the minor of the mount's device; Abort
+	// needs it. (A GETATTR of the root, served by the loop started above.)
+	var st syscall.Stat_t
+	if err := syscall.Stat(mountpoint, &st); err != nil {
+		_ = s.Unmount()
+		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
+	}
+	s.conn = unix.Minor(st.Dev)
 	o.Logger.WithFields(logrus.Fields{
 		"mountpoint": mountpoint, "entry_timeout": o.EntryTimeout, "attr_timeout": o.AttrTimeout,
 		"negative_timeout": o.NegativeTimeout, "readdirplus": o.ReadDirPlus, "read_only": o.ReadOnly,
