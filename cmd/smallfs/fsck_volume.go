@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/overlay"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/volume"
 )
@@ -22,7 +23,7 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 		return found, nil, found, err
 	}
 	show("repairing")
-	vol, err := volume.Open(dev, volume.Options{Logger: quiet(), CommitInterval: -1})
+	vol, err := volume.Open(dev, volume.Options{Logger: quiet(), CommitInterval: -1, Progress: progressLine(show)})
 	if err != nil {
 		return found, nil, found, nil // nothing could be repaired
 	}
@@ -40,11 +41,14 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 }
 
 // inspect lists the problems of the volume on dev, opened over an overlay
-// so that nothing is written: what Open had to repair on its own (its
+// so that nothing is written (as openReadOnly does, with progress shown): what Open had to repair on its own (its
 // Recovery), then what Check finds. Metadata too damaged to load is a
 // problem of its own; an I/O failure is an error.
 func inspect(path string, dev device.Device, show status) ([]string, error) {
-	vol, err := openReadOnly(path, dev, quiet())
+	vol, err := volume.Open(overlay.New(dev), volume.Options{CommitInterval: -1, Logger: quiet(), Progress: progressLine(show)})
+	if err != nil {
+		err = volumeError(path, err)
+	}
 	switch {
 	case err != nil && volume.IsCorrupt(err):
 		return []string{"metadata cannot be loaded: " + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ")}, nil
@@ -55,6 +59,17 @@ func inspect(path string, dev device.Device, show status) ([]string, error) {
 	found := recoveryProblems(vol.Recovery())
 	show("checking")
 	return append(found, problemStrings(vol.Check())...), nil
+}
+
+// progressLine shows Open's progress on fsck's status line.
+func progressLine(show status) func(volume.Progress) {
+	return func(p volume.Progress) {
+		if p.Total > 0 {
+			show(fmt.Sprintf("%s: %d%%", p.Phase, p.Done*100/p.Total))
+			return
+		}
+		show(fmt.Sprintf("%s: %d", p.Phase, p.Done))
+	}
 }
 
 // recoveryProblems are the problems Open repairs by itself. A replayed log

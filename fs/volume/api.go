@@ -169,3 +169,18 @@ type Recovery struct {
 	Transactions uint64 // log transactions replayed after a crash
 	Orphans      []Ino  // inodes without links a crash left behind, freed
 }
+
+// Progress is how far Open has got (Options.Progress).
+type Progress struct {
+	Phase string // PhaseCheckpoint, PhaseReplay, PhaseSpace or PhaseOrphans
+	Done  uint64 // records, transactions or inodes done
+	Total uint64 // how many in all; 0 when not known in advance (replay)
+}
+
+// Open's phases, in order; replay and orphans only after a crash.
+const (
+	PhaseCheckpoint = "loading checkpoint"    // records applied
+	PhaseReplay     = "replaying log"         // transactions applied
+	PhaseSpace      = "rebuilding free space" // inodes scanned
+	PhaseOrphans    = "freeing orphans"       // orphan inodes freed
+)

@@ -12,6 +12,7 @@
 //	options.go     Options, defaults and validation
 //	mkfs.go        Mkfs: layout, first checkpoint, superblocks
 //	open.go        Open (checkpoint, replay, orphans, free space), Close
+//	progress.go    Options.Progress: how far Open has got
 //	checkpoint.go  writing checkpoints, superblock slots and their blocks
 //	volume.go      the Volume, commit (append + apply)
 //	apply.go       the one place persistent state changes (live and replay)

@@ -109,9 +109,12 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 	if sb.Clean() {
 		return head, sb.LogSeq, nil
 	}
+	pr := v.progress(PhaseReplay, 0)
+	defer pr.end()
 	head, next, err := journal.Replay(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: sb.LogSeq,
 	}, func(seq uint64, txn []format.Record) error {
+		pr.step()
 		for _, r := range txn {
 			if err := v.apply(r); err != nil {
 				return fmt.Errorf("log transaction %d: %w", seq, err)
@@ -137,7 +140,13 @@ func (v *Volume) loadCheckpoint(sb *format.Superblock) (format.CheckpointInfo, e
 	var dirs []loadedDir
 	v.loading = &dirs
 	defer func() { v.loading = nil }()
-	info, err := format.ScanCheckpoint(v.dev, sb.CheckpointLoc(), v.apply)
+	apply := v.apply
+	if v.opts.Progress != nil {
+		pr := v.progress(PhaseCheckpoint, v.checkpointRecords(sb))
+		defer pr.end()
+		apply = func(r format.Record) error { pr.step(); return v.apply(r) }
+	}
+	info, err := format.ScanCheckpoint(v.dev, sb.CheckpointLoc(), apply)
 	if err != nil {
 		return info, err
 	}
@@ -155,12 +164,15 @@ func (v *Volume) loadCheckpoint(sb *format.Superblock) (format.CheckpointInfo, e
 func (v *Volume) rebuildSpace(blocks uint64) error {
 	used := append([]alloc.Extent(nil), v.fixed...)
 	used = append(used, v.ckptExtents()...)
+	pr := v.progress(PhaseSpace, v.inodes.used)
 	v.inodes.all(func(_ Ino, n *inode) bool {
 		if n.x != nil {
 			used = append(used, physical(n.x.extents)...)
 		}
+		pr.step()
 		return true
 	})
+	pr.end()
 	s, err := newSpace(blocks, v.dataStart, used, v.blockSize)
 	if err != nil {
 		return fmt.Errorf("free space: %w (%w)", ErrCorrupt, err)
@@ -181,10 +193,16 @@ func (v *Volume) freeOrphans() error {
 		}
 		return true
 	})
+	pr := &progress{} // silent: no orphans after a clean close
+	if len(orphans) > 0 {
+		pr = v.progress(PhaseOrphans, uint64(len(orphans)))
+		defer pr.end()
+	}
 	for _, ino := range orphans {
 		if _, err := v.commit(format.InodeFreeRec{Ino: uint64(ino)}); err != nil {
 			return err
 		}
+		pr.step()
 	}
 	v.recovery.Orphans = orphans
 	if len(orphans) > 0 {

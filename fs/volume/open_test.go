@@ -48,3 +48,52 @@ func TestOpenIndexesLoadedDirs(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenProgress: Options.Progress hears every phase Open goes through,
+// in order, ending each with all of it done.
+func TestOpenProgress(t *testing.T) {
+	c := device.NewCrash(16<<20, 1)
+	ok(t, Mkfs(c, MkfsOptions{}))
+	v := must[*Volume](t)(Open(c, Options{CommitInterval: -1}))
+	for i := range 50 {
+		must[Attr](t)(v.Mknod(root, RootIno, "f"+strconv.Itoa(i), 0o644, 0))
+	}
+	ok(t, v.Close())
+	v = must[*Volume](t)(Open(c, Options{CommitInterval: -1}))
+	orphan := writeFile(t, v, RootIno, "orphan", []byte("x"))
+	h := must[*Handle](t)(v.OpenFile(orphan, 0))
+	ok(t, v.Unlink(root, RootIno, "orphan"))
+	ok(t, v.Sync())
+	img := must[*device.Mem](t)(c.Crash(device.DropUnflushed))
+	ok(t, h.Release())
+	ok(t, v.Close())
+
+	var got []Progress
+	r := must[*Volume](t)(Open(img, Options{CommitInterval: -1, Progress: func(p Progress) { got = append(got, p) }}))
+	defer r.Close()
+	rec := r.Recovery()
+	last := map[string]Progress{}
+	var order []string
+	for _, p := range got {
+		if prev, seen := last[p.Phase]; !seen {
+			order = append(order, p.Phase)
+		} else if p.Done < prev.Done {
+			t.Fatalf("%s went back from %d to %d", p.Phase, prev.Done, p.Done)
+		}
+		last[p.Phase] = p
+	}
+	if want := []string{PhaseCheckpoint, PhaseReplay, PhaseSpace, PhaseOrphans}; strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("phases %q, want %q", order, want)
+	}
+	for _, ph := range []string{PhaseCheckpoint, PhaseSpace, PhaseOrphans} {
+		if p := last[ph]; p.Total == 0 || p.Done != p.Total {
+			t.Errorf("%s ended at %d of %d", ph, p.Done, p.Total)
+		}
+	}
+	if p := last[PhaseReplay]; p.Done != rec.Transactions || p.Done == 0 {
+		t.Errorf("replay reported %d transactions, Recovery %d", p.Done, rec.Transactions)
+	}
+	if p := last[PhaseOrphans]; p.Done != uint64(len(rec.Orphans)) {
+		t.Errorf("orphans reported %d, Recovery %v", p.Done, rec.Orphans)
+	}
+}

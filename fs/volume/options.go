@@ -38,6 +38,12 @@ type Options struct {
 	// Accounting receives the "fs" layer's memory figures. Default
 	// accounting.Default.
 	Accounting *accounting.Registry
+	// Progress, if set, hears how Open is getting on, for a progress line
+	// on a terminal (fsck, mount of a big volume): it is called from
+	// Open's goroutine at the start and end of each phase and every
+	// progressEvery records, transactions or inodes in between, and must
+	// not call the volume. Default: none.
+	Progress func(Progress)
 }
 
 // DefaultInlineThreshold is the default Options.InlineThreshold; see
