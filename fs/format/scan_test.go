@@ -10,23 +10,10 @@ import (
 )
 
 // writeTestCheckpoint writes recs as a checkpoint on a fresh device.
-func writeTestCheckpoint(t testing.TB, recs []Record) (device.Device, CheckpointLoc) {
+func writeTestCheckpoint(t *testing.T, recs []Record) (device.Device, CheckpointLoc) {
 	t.Helper()
 	dev := device.NewMem(64 << 20)
-	a := newBumpAlloc(DataStart(4096), 1<<30)
-	w, err := NewCheckpointWriter(dev, CheckpointOptions{BlockSize: 4096, Alloc: a.alloc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Add(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	info, err := w.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := writeCheckpoint(t, dev, newBumpAlloc(DataStart(4096), 1<<30), recs, CheckpointOptions{BlockSize: 4096})
 	return dev, CheckpointLoc{Block: info.Block, BlockSize: 4096}
 }
 
