@@ -30,7 +30,11 @@
 //   - scenario_test.go: large directories, links, renames, sparse and large
 //     files, O_APPEND writers, statfs, mount options.
 //   - persist_test.go: unmount and remount, umount(8) from outside, an
-//     aborted connection with a file open, kill -9 of a daemon process.
+//     aborted connection with a file open, Server.Abort, kill -9 of a
+//     daemon process.
+//   - roundtrip_test.go: the exact FUSE requests of each step of a file's
+//     life on a warm mount, and the label queries of ls -l.
+//   - mountflags_test.go: generic mount flags in force at mount time.
 //   - concurrency_test.go: writers, readers and renamers at once.
 //   - bench_test.go: memory per file, ls and ls -l with each READDIRPLUS
 //     policy, small-file phases with their request counts (figures in

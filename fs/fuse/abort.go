@@ -35,10 +35,8 @@ const fusectlDir = "/sys/fs/fuse/connections"
 func (s *Server) Abort() error {
 	s.unmount.Lock()
 	defer s.unmount.Unlock()
-	select {
-	case <-s.served:
+	if s.ended() {
 		return nil
-	default:
 	}
 	if err := detach(s.mountpoint); err != nil {
 		return fmt.Errorf("fuse: abort %s: %w", s.mountpoint, err)

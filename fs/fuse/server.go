@@ -28,7 +28,7 @@ type Server struct {
 	mountpoint string
 	conn       uint32        // the kernel's connection number, fusectl's directory name
 	served     chan struct{} // closed when the serve loop has ended
-	unmount    sync.Mutex
+	unmount    sync.Mutex    // serialises Unmount and Abort
 }
 
 // Mount mounts vol on mountpoint and returns once the filesystem answers
@@ -142,16 +142,24 @@ func (w logWriter) Write(p []byte) (int, error) {
 func (s *Server) Unmount() error {
 	s.unmount.Lock()
 	defer s.unmount.Unlock()
-	select {
-	case <-s.served:
+	if s.ended() {
 		return nil
-	default:
 	}
 	if err := s.fuse.Unmount(); err != nil {
 		return fmt.Errorf("fuse: unmount %s: %w", s.mountpoint, err)
 	}
 	<-s.served
 	return nil
+}
+
+// ended reports whether the serve loop has ended.
+func (s *Server) ended() bool {
+	select {
+	case <-s.served:
+		return true
+	default:
+		return false
+	}
 }
 
 // Wait blocks until the filesystem is unmounted, by Unmount or from
