@@ -17,11 +17,12 @@
 // after the mount answers a stat, or sends its one-line error, which the
 // parent prints before exiting non-zero. The daemon (serve.go) opens the
 // device with an exclusive lock, the volume and the FUSE server
-// (fusesession.go), applies the generic mount flags the adapter does not
-// know by remounting (mountflags.go), then serves signals:
+// (fusesession.go) with the generic mount flags passed to mount(2), then
+// serves signals:
 //
-//	SIGTERM, SIGINT  commit, unmount; if files are open, detach the mount
-//	                 (umount -l) and finish when the last one is closed
+//	SIGTERM, SIGINT  commit, unmount; if files are open, abort the FUSE
+//	                 connection (fs/fuse Server.Abort), release the files
+//	                 the kernel still held into the volume, close cleanly
 //	SIGUSR1          statedump to RUNDIR/smallfs-PID.dump
 //	SIGHUP           reopen the log file (logrotate)
 //
