@@ -44,10 +44,10 @@
 // fsck and info must not write: they open the volume over a copy-on-write
 // overlay (internal/overlay), which absorbs the superblock update, replay
 // and orphan frees that opening does. fsck --repair opens the volume for
-// real and closes it, which frees orphans, rebuilds free space from the
-// extents in use (leaked blocks return) and writes a checkpoint, then
-// checks again. Link counts and other Check findings are reported but
-// not repaired: the volume has no repair call yet.
+// real (which frees orphans and rebuilds free space from the extents in
+// use, so leaked blocks return), runs volume.Repair (dangling entries,
+// unreachable inodes to /lost+found, link counts), closes it with a fresh
+// checkpoint, and checks again.
 //
 // # Locking
 //

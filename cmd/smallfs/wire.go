@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -50,79 +49,4 @@ func volumeError(path string, err error) error {
 		return explain(err, "%s: damaged filesystem: %s", path, strings.TrimPrefix(err.Error(), "open: "))
 	}
 	return fmt.Errorf("%s: %w", path, err)
-}
-
-// readUsage reads space and files for info, changing nothing.
-func readUsage(path string, dev device.Device) (*usageInfo, error) {
-	vol, err := openReadOnly(path, dev, quiet())
-	if err != nil {
-		return nil, err
-	}
-	defer vol.Close()
-	st := vol.StatFS()
-	return &usageInfo{BlocksFree: st.BlocksFree, Files: st.Files, FilesFree: st.FilesFree}, nil
-}
-
-// checkVolume checks the volume on dev without writing. With repair and
-// problems found, it opens the volume for real — which replays the log,
-// frees orphans and rebuilds free space from the extents in use, so leaked
-// blocks return — closes it with a fresh checkpoint, and checks again.
-func checkVolume(path string, dev device.Device, repair bool, show status) (found, left []string, err error) {
-	defer show("")
-	show("loading metadata")
-	found, err = checkOnce(path, dev, show)
-	if err != nil || !repair || len(found) == 0 {
-		return found, found, err
-	}
-	show("repairing")
-	vol, err := volume.Open(dev, volume.Options{Logger: quiet()})
-	if err != nil {
-		return found, found, nil // nothing could be repaired
-	}
-	if err := vol.Close(); err != nil {
-		return nil, nil, fmt.Errorf("%s: writing the repaired metadata: %w", path, err)
-	}
-	show("checking again")
-	left, err = checkOnce(path, dev, show)
-	return found, left, err
-}
-
-// checkOnce lists the problems of the volume on dev. Metadata too damaged
-// to load is a problem of its own; an I/O failure is an error.
-func checkOnce(path string, dev device.Device, show status) ([]string, error) {
-	rec := &recovery{}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	log.AddHook(rec)
-	vol, err := openReadOnly(path, dev, log)
-	switch {
-	case err != nil && volume.IsCorrupt(err):
-		return []string{"metadata cannot be loaded: " + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ")}, nil
-	case err != nil:
-		return nil, err
-	}
-	defer vol.Close()
-	var found []string
-	if rec.orphans > 0 {
-		found = append(found, fmt.Sprintf("%d orphan inode(s): unlinked but never freed", rec.orphans))
-	}
-	show("checking")
-	return append(found, problemStrings(vol.Check())...), nil
-}
-
-// recovery collects what volume.Open repairs on its own. The volume
-// reports it only in its log lines, so this reads them.
-type recovery struct {
-	orphans int
-}
-
-func (r *recovery) Levels() []logrus.Level { return logrus.AllLevels }
-
-func (r *recovery) Fire(e *logrus.Entry) error {
-	if e.Message == "freed orphan inodes" {
-		if n, ok := e.Data["count"].(int); ok {
-			r.orphans += n
-		}
-	}
-	return nil
 }
