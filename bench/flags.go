@@ -41,6 +41,8 @@ Targets (default: smallfs loopback ext4-loop):
               unmount, fsck it (a run that leaves it unclean fails)
   loopback    go-fuse's passthrough filesystem over an ext4 loop image
               (over the scratch directory where loop mounts are refused)
+  fuse2fs     e2fsprogs' fuse2fs serving an ext4 image (skipped when
+              fuse2fs is not installed: apt-get install fuse2fs)
   ext4-loop   kernel ext4 on a loop-mounted image (needs root)
   tmpfs       kernel tmpfs (needs root)
   DIRECTORY   an existing directory: whatever is mounted there
@@ -91,6 +93,9 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	}
 	if c.rounds < 1 || c.rounds > 100 {
 		errs = append(errs, fmt.Sprintf("rounds %d: want 1 to 100", c.rounds))
+	}
+	if name, _, _ := strings.Cut(PoolOption, "="); c.pools && strings.Contains(","+c.smallfsOpts, ","+name+"=") {
+		errs = append(errs, fmt.Sprintf("--pools sets %s= itself; leave it out of --smallfs-opts", name))
 	}
 	if err := c.w.validate(); err != nil {
 		errs = append(errs, strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "))

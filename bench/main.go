@@ -143,14 +143,7 @@ func setupTargets(ctx context.Context, c *config, s *scratch, rep *Report, prog 
 					continue
 				}
 			}
-			ts = append(ts, newSmallfs("smallfs", bin, c.smallfsOpts, s))
-			if c.pools {
-				if offersPoolOption(ctx, bin) {
-					ts = append(ts, newSmallfs("smallfs-nopool", bin, joinOpts(c.smallfsOpts, PoolOption), s))
-				} else {
-					skip("smallfs-nopool", fmt.Errorf("n/a: %s has no -o %s yet", bin, PoolOption))
-				}
-			}
+			ts = append(ts, smallfsTargets(ctx, c, bin, s, skip)...)
 		case "loopback":
 			backing := Target(newExt4Loop(s))
 			if err := preflight(ctx, backing); err != nil {
@@ -160,6 +153,13 @@ func setupTargets(ctx context.Context, c *config, s *scratch, rep *Report, prog 
 			ts = append(ts, newLoopback(self, backing, s))
 		case "ext4-loop":
 			ts = append(ts, newExt4Loop(s))
+		case "fuse2fs":
+			t, err := newFuse2fs(ctx, s)
+			if err != nil {
+				skip(name, err)
+				continue
+			}
+			ts = append(ts, t)
 		case "tmpfs":
 			ts = append(ts, newTmpfs(s))
 		default:
@@ -169,7 +169,7 @@ func setupTargets(ctx context.Context, c *config, s *scratch, rep *Report, prog 
 			}
 			d, err := newDirTarget(abs)
 			if err != nil {
-				return nil, fmt.Errorf("target %q is not smallfs, loopback, ext4-loop, tmpfs or a directory: %w", name, err)
+				return nil, fmt.Errorf("target %q is not smallfs, loopback, fuse2fs, ext4-loop, tmpfs or a directory: %w", name, err)
 			}
 			ts = append(ts, d)
 		}
@@ -186,6 +186,28 @@ func setupTargets(ctx context.Context, c *config, s *scratch, rep *Report, prog 
 		}
 	}
 	return out, nil
+}
+
+// smallfsTargets is "smallfs" and, with --pools, "smallfs-nopool" when
+// the command offers PoolOption; "smallfs" then runs with the pools on
+// explicitly where it can say so.
+func smallfsTargets(ctx context.Context, c *config, bin string, s *scratch, skip func(string, error)) []Target {
+	if !c.pools {
+		return []Target{newSmallfs("smallfs", bin, c.smallfsOpts, s)}
+	}
+	offered, on := poolOptions(ctx, bin)
+	if !offered {
+		skip("smallfs-nopool", fmt.Errorf("n/a: %s has no -o %s yet", bin, PoolOption))
+		return []Target{newSmallfs("smallfs", bin, c.smallfsOpts, s)}
+	}
+	opts := c.smallfsOpts
+	if on {
+		opts = joinOpts(opts, poolOnOption)
+	}
+	return []Target{
+		newSmallfs("smallfs", bin, opts, s),
+		newSmallfs("smallfs-nopool", bin, joinOpts(c.smallfsOpts, PoolOption), s),
+	}
 }
 
 func smallfsBinaryFor(ctx context.Context, c *config, s *scratch) (string, error) {

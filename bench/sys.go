@@ -70,6 +70,17 @@ func mkdirFresh(dir string) error {
 	return nil
 }
 
+// removeFiles removes the files or empty directories that exist of paths.
+func removeFiles(paths ...string) error {
+	var errs []error
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // mountsUnder lists the mount points at or below dir, from
 // /proc/self/mountinfo (field 5), deepest last.
 func mountsUnder(dir string) []string {

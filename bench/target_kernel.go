@@ -87,7 +87,7 @@ func (t *kernelTarget) Mount(ctx context.Context, space int64) (string, error) {
 		args = []string{"-t", "tmpfs", "-o", "size=" + strconv.FormatInt(space, 10), "tmpfs", t.mnt}
 	} else {
 		t.img = t.mnt + ".img"
-		if err := t.mkfs(ctx, space); err != nil {
+		if err := mkfsExt4(ctx, t.img, space); err != nil {
 			return "", err
 		}
 		args = []string{"-o", "loop", t.img, t.mnt}
@@ -100,13 +100,14 @@ func (t *kernelTarget) Mount(ctx context.Context, space int64) (string, error) {
 	return dir, mkdirFresh(dir)
 }
 
-// mkfs makes a sparse image with an inode for every file and directory the
-// run can hold at once (the default ratio is too few for 4 KiB files).
-func (t *kernelTarget) mkfs(ctx context.Context, space int64) error {
+// mkfsExt4 makes img a sparse file of space bytes holding a journalled
+// ext4 with an inode for every file and directory the run can hold at
+// once (the default ratio is too few for 4 KiB files).
+func mkfsExt4(ctx context.Context, img string, space int64) error {
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
 		return fmt.Errorf("%w: mkfs.ext4 not found (apt-get install e2fsprogs)", ErrTarget)
 	}
-	f, err := os.Create(t.img)
+	f, err := os.Create(img)
 	if err == nil {
 		err = f.Truncate(space)
 		if cerr := f.Close(); err == nil {
@@ -117,7 +118,7 @@ func (t *kernelTarget) mkfs(ctx context.Context, space int64) error {
 		return fmt.Errorf("%w: %w", ErrTarget, err)
 	}
 	inodes := strconv.FormatInt(space/4096+1024, 10)
-	if _, err := command(ctx, t.timeout, "mkfs.ext4", "-q", "-F", "-N", inodes, t.img); err != nil {
+	if _, err := command(ctx, 5*time.Minute, "mkfs.ext4", "-q", "-F", "-N", inodes, img); err != nil {
 		return fmt.Errorf("%w: %w", ErrTarget, err)
 	}
 	return nil

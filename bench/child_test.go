@@ -1,0 +1,41 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A server that exits before mounting fails the mount with its log's last
+// line; one that never mounts is stopped when the run is cancelled
+// (Ctrl-C), without waiting out childTimeout.
+func TestChildThatNeverMounts(t *testing.T) {
+	mnt := t.TempDir() + "/mnt"
+	_, err := startChild(context.Background(), "quitter", mnt, "sh", "-c", "echo no such image; exit 3")
+	if !errors.Is(err, ErrTarget) || !strings.Contains(err.Error(), "no such image") || !strings.Contains(err.Error(), "exited before mounting") {
+		t.Errorf("a server that quit: %v; want ErrTarget with its log's last line", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	t0 := time.Now()
+	pidFile := mnt + ".pid"
+	_, err = startChild(ctx, "sleeper", mnt, "sh", "-c", "echo $$ > "+pidFile+"; exec sleep 600")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled mount: %v; want context.Canceled", err)
+	}
+	if d := time.Since(t0); d >= childTimeout {
+		t.Errorf("a cancelled mount took %v", d)
+	}
+	b, rerr := os.ReadFile(pidFile)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid == 0 || alive(pid) {
+		t.Errorf("the server (pid %q) is still running after a cancelled mount", b)
+	}
+}
