@@ -69,6 +69,9 @@ func TestEndToEnd(t *testing.T) {
 	if len(rep.Targets) != 3 || len(rep.Runs) != 3 || len(rep.Ratios) != 2 {
 		t.Fatalf("%d targets, %d runs, %d ratios; want 3, 3, 2", len(rep.Targets), len(rep.Runs), len(rep.Ratios))
 	}
+	if len(rep.Load) != 1 || rep.Load[0].Before == nil || rep.Load[0].After == nil || rep.Load[0].OthersCPU == nil {
+		t.Errorf("machine load per round: %+v, want one round with its readings", rep.Load)
+	}
 	for _, run := range rep.Runs {
 		if run.Error != "" {
 			t.Errorf("%s: %s", run.Target, run.Error)

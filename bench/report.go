@@ -22,6 +22,7 @@ type Report struct {
 	Targets  []TargetInfo  `json:"targets"`
 	Skipped  []Skip        `json:"skipped,omitempty"`
 	Runs     []RunRecord   `json:"runs"`
+	Load     []RoundLoad   `json:"load,omitempty"` // per round; absent in reports before it was recorded
 	Summary  []Summary     `json:"summary"`
 	Ratios   []Ratio       `json:"ratios"`
 	Failed   bool          `json:"failed"` // a run failed or left a corrupt image

@@ -22,10 +22,12 @@ type runner struct {
 	progress *progress
 	warn     io.Writer
 	report   *Report
+	load     *loadMeter // the round's
 }
 
 func (r *runner) run(ctx context.Context) error {
 	for round := 1; round <= r.rounds; round++ {
+		r.load = startLoad(round)
 		for _, size := range r.sizes {
 			for _, t := range r.targets {
 				rec := r.runOne(ctx, t, size, round)
@@ -35,12 +37,24 @@ func (r *runner) run(ctx context.Context) error {
 					fmt.Fprintf(r.warn, "smallfs bench: %s, %s, round %d: %s\n", t.Name(), sizeName(size), round, rec.Error)
 				}
 				if ctx.Err() != nil {
+					r.endLoad()
 					return ErrInterrupted
 				}
 			}
 		}
+		r.endLoad()
 	}
 	return nil
+}
+
+// endLoad records the machine's load over the round and flags one run
+// under a load above the CPUs on the warning stream as it happens.
+func (r *runner) endLoad() {
+	l := r.load.end(r.report.Machine.CPUs)
+	r.report.Load = append(r.report.Load, l)
+	if l.Busy {
+		fmt.Fprintf(r.warn, "smallfs bench: round %d ran under load (%s)\n", l.Round, loadCell(l))
+	}
 }
 
 // runOne mounts a fresh filesystem, runs the sequence, and tears it down;
@@ -71,6 +85,8 @@ func (r *runner) runOne(ctx context.Context, t Target, size int64, round int) (r
 	}
 	ops := Sequence()
 	before := t.Sample()
+	first := before
+	defer func() { r.countDaemon(first, before) }()
 	for i, op := range ops {
 		stop := r.progress.track(label+"  "+op.Name, run.Done, w.TotalFiles())
 		res, err := run.Do(ctx, op)
@@ -101,6 +117,14 @@ func (r *runner) runOne(ctx context.Context, t Target, size int64, round int) (r
 		rec.Ops = append(rec.Ops, m)
 	}
 	return rec
+}
+
+// countDaemon adds a detached daemon's CPU between two samples to the
+// round's own CPU, which getrusage cannot see.
+func (r *runner) countDaemon(first, last Sample) {
+	if r.load != nil && first.Detached && first.hasProc() && last.hasProc() && first.Pid == last.Pid {
+		r.load.daemons += last.CPU - first.CPU
+	}
 }
 
 // measure turns a step's result and the daemon samples around it into a

@@ -37,8 +37,8 @@ func (r *Report) SVG() []byte {
 		esc(fmt.Sprintf("smallfs bench: files/s per operation (log scale), %d threads × %s files, median of %d round(s)",
 			r.Workload.Threads, thousands(float64(r.Workload.Files)), r.Workload.Rounds)))
 	fmt.Fprintf(&b, `<text x="%d" y="36" fill="#555">%s</text>`+"\n", plotLeft,
-		esc(fmt.Sprintf("%s · %d CPUs, Linux %s · fsync %s · whiskers: slowest to fastest round · labels: %s ÷ target",
-			r.Date.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, onOff(r.Workload.Fsync), r.Base)))
+		esc(fmt.Sprintf("%s · %d CPUs, Linux %s · %s · fsync %s · whiskers: slowest to fastest round · labels: %s ÷ target",
+			r.Date.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.loadSummary(), onOff(r.Workload.Fsync), r.Base)))
 	for i, size := range r.Workload.Sizes {
 		r.panel(&b, targets, size, headerHeight+i*panelHeight)
 	}

@@ -21,6 +21,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, t := range r.Targets {
 		fmt.Fprintf(w, "  %-14s %s\n", t.Name, t.Detail)
 	}
+	r.writeLoad(w)
 	for _, size := range r.Workload.Sizes {
 		fmt.Fprintf(w, "\nfiles/s, %s files (median of the rounds ±spread: (max-min)/median)\n", sizeName(size))
 		r.writeRates(w, size)
@@ -34,6 +35,35 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// writeLoad states the machine's load next to the figures: every round's
+// 1-minute load average before and after it and the CPUs others used,
+// flagging a round run under a load above the CPUs.
+func (r *Report) writeLoad(w io.Writer) {
+	fmt.Fprintf(w, "\nmachine: %s\n", r.loadSummary())
+	for _, l := range r.Load {
+		flag := ""
+		if l.Busy {
+			flag = fmt.Sprintf("  BUSY: load above %d CPUs", r.Machine.CPUs)
+		}
+		fmt.Fprintf(w, "  round %-3d %s%s\n", l.Round, loadCell(l), flag)
+	}
+}
+
+// loadCell is "1-min load 0.52 → 2.10, others 0.30 CPUs".
+func loadCell(l RoundLoad) string {
+	avg := func(a *LoadAvg) string {
+		if a == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", a.Min1)
+	}
+	s := "1-min load " + avg(l.Before) + " → " + avg(l.After)
+	if l.OthersCPU != nil {
+		s += fmt.Sprintf(", others %.2f CPUs", *l.OthersCPU)
+	}
+	return s
 }
 
 func (r *Report) writeRates(w io.Writer, size int64) {

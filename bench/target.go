@@ -34,6 +34,9 @@ type Sample struct {
 	Requests map[string]uint64
 	// Err is why a figure is missing (a stats query failed), for the report.
 	Err error
+	// Detached is set when Pid is not the bench's child, so its CPU is
+	// not in the bench's rusage (the smallfs daemon).
+	Detached bool
 }
 
 // hasProc tells whether CPU and RSS were read.

@@ -99,7 +99,7 @@ func (t *smallfsTarget) stats() (daemonStats, error) {
 // "op-OPCODE") and its CPU and memory from /proc. Reading them sends no
 // request to the mount: stats reaches the daemon over its control socket.
 func (t *smallfsTarget) Sample() Sample {
-	s := Sample{Pid: t.pid}
+	s := Sample{Pid: t.pid, Detached: true}
 	st, err := t.stats()
 	if err != nil {
 		s.Err = err
