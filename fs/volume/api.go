@@ -64,6 +64,8 @@ import "strconv"
 //	(*Volume) Check() []Problem
 //	(*Volume) Recovery() Recovery                        // what Open replayed and freed
 //	(*Volume) Sync() error                               // commit everything now
+//	(*Volume) DirtyBytes() int64                         // dirty buffer memory (Options.DirtyLimit)
+//	(*Volume) Throttled() uint64                         // writes that waited for write-back
 
 // Ino is an inode number. RootIno is the root directory.
 type Ino uint64

@@ -29,6 +29,8 @@ type fileData struct {
 	size  atomic.Uint64
 	mtime atomic.Int64
 	ahead atomic.Bool // size and mtime differ from the committed inode
+
+	q dirtyLink // place in the volume's dirty queue (Volume.dirtyMu)
 }
 
 // chunkSize is the unit of dirty data: big enough that a large sequential
@@ -200,11 +202,13 @@ func (v *Volume) getBuf(n uint64) *iobuf.Buf {
 	bb := v.opts.Pool.Get(int(n))
 	clear(bb.B[:cap(bb.B)])
 	v.acct.dirty.Alloc(int64(cap(bb.B)))
+	v.dirtyMem.Add(int64(cap(bb.B)))
 	return bb
 }
 
 func (v *Volume) putBuf(bb *iobuf.Buf) {
 	v.acct.dirty.Free(int64(cap(bb.B)))
+	v.dirtyMem.Add(-int64(cap(bb.B)))
 	bb.B = bb.B[:cap(bb.B)]
 	v.opts.Pool.Put(bb)
 }

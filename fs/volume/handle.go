@@ -172,8 +172,11 @@ func (v *Volume) devRange(n *inode, fd *fileData, off, k uint64) (ReadPlan, bool
 
 // WriteAt writes p at off, extending the file as needed. The data is
 // buffered; blocks are allocated at write-back (Flush, Release, Fsync, the
-// periodic commit, or once the inode holds Options.DirtyThreshold dirty
-// bytes). ENOSPC is reported here, when the blocks cannot be promised.
+// periodic commit, once the inode holds Options.DirtyThreshold dirty
+// bytes, or by the background write-back: see Options.DirtyLimit). A
+// writer finding the volume at DirtyLimit waits for the background
+// write-back first. ENOSPC is reported here, when the blocks cannot be
+// promised.
 func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
 	if h.closed.Load() || !h.write {
 		return 0, opErr("write", "", ErrBadHandle)
@@ -188,6 +191,7 @@ func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	v, fd := h.v, h.fd
+	v.throttle() // before fd.mu: the write-back it waits for may need it
 	fd.mu.Lock()
 	defer fd.mu.Unlock()
 	n, err := v.writeSpace(h.n, fd, p, uint64(off))
@@ -195,6 +199,7 @@ func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
 		fd.mtime.Store(v.now())
 		fd.ahead.Store(true)
 		v.markDirty(h.ino, fd)
+		v.kickFlusher()
 	}
 	if err != nil {
 		return n, opErr("write", "", err)

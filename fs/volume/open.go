@@ -71,6 +71,7 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		return nil, fmt.Errorf("open: %w", err)
 	}
 	v.startCommitter()
+	v.startFlusher()
 	opts.Logger.WithField("inodes", v.inodes.used).WithField("clean", sb.Clean()).
 		WithField("took", time.Since(start)).Info("volume open")
 	return v, nil
@@ -232,6 +233,7 @@ func (v *Volume) Close() error {
 		return opErr("close", "", ErrClosed)
 	}
 	v.stopCommitter()
+	v.stopFlusher()
 	errWB := v.writeBackAll()
 	v.mu.Lock()
 	defer v.mu.Unlock()

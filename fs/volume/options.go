@@ -23,6 +23,26 @@ type Options struct {
 	// are allocated and written out without waiting for flush or fsync.
 	// Default 4 MiB; at least one block.
 	DirtyThreshold int64
+	// DirtyLimit bounds the memory held by dirty data buffers across all
+	// files (DirtyBytes): a write finding the volume at the limit waits for
+	// the background write-back (like the kernel's dirty_bytes). Default
+	// 64 MiB; negative: no limit and no background write-back; else at
+	// least two chunks (128 KiB).
+	DirtyLimit int64
+	// DirtyBackground is the dirty memory past which the background
+	// write-back writes back the oldest dirty files, by first-dirty time,
+	// until the volume holds at most this much again (like the kernel's
+	// dirty_background_bytes). Default DirtyLimit/2; below DirtyLimit.
+	DirtyBackground int64
+	// DirtyExpire is how long a file may stay dirty before the background
+	// write-back writes it back even under DirtyBackground, so that data
+	// reaches the device soon after it is written although the file is
+	// not closed (a FUSE mount without FLUSH/RELEASE). It is not a
+	// durability bound: the log is made durable by fsync and the periodic
+	// commit. Default 1s, or never when CommitInterval is negative (no
+	// timed background work at all); negative: never. Checked twice per
+	// period.
+	DirtyExpire time.Duration
 	// InlineThreshold is the largest file kept in metadata instead of a data
 	// block. Default DefaultInlineThreshold; negative keeps every file in
 	// blocks; at most one block.
@@ -46,6 +66,40 @@ type Options struct {
 	Progress func(Progress)
 }
 
+// Defaults of the dirty-memory options.
+const (
+	DefaultDirtyLimit  = 64 << 20
+	DefaultDirtyExpire = time.Second
+	minDirtyLimit      = 2 * 64 << 10 // two chunks of the smallest size
+)
+
+// dirtyDefaults fills in the dirty-memory options and returns what is
+// wrong with them.
+func (o *Options) dirtyDefaults() []error {
+	var errs []error
+	switch {
+	case o.DirtyLimit == 0:
+		o.DirtyLimit = DefaultDirtyLimit
+	case o.DirtyLimit < 0:
+		o.DirtyLimit = -1
+	case o.DirtyLimit < minDirtyLimit:
+		errs = append(errs, fmt.Errorf("DirtyLimit %d is below %d: %w", o.DirtyLimit, minDirtyLimit, ErrInvalid))
+	}
+	switch {
+	case o.DirtyBackground == 0:
+		o.DirtyBackground = o.DirtyLimit / 2
+	case o.DirtyBackground < 0 || (o.DirtyLimit > 0 && o.DirtyBackground >= o.DirtyLimit):
+		errs = append(errs, fmt.Errorf("DirtyBackground %d is not in [0, DirtyLimit %d): %w", o.DirtyBackground, o.DirtyLimit, ErrInvalid))
+	}
+	switch {
+	case o.DirtyExpire == 0 && o.CommitInterval > 0:
+		o.DirtyExpire = DefaultDirtyExpire
+	case o.DirtyExpire <= 0:
+		o.DirtyExpire = -1
+	}
+	return errs
+}
+
 // DefaultInlineThreshold is the default Options.InlineThreshold; see
 // "# Inline data" in doc.go for the measurement behind it.
 const DefaultInlineThreshold = 128
@@ -63,6 +117,7 @@ func (o Options) withDefaults(blockSize int) (Options, error) {
 	case o.DirtyThreshold < int64(blockSize):
 		errs = append(errs, fmt.Errorf("DirtyThreshold %d is below the block size %d: %w", o.DirtyThreshold, blockSize, ErrInvalid))
 	}
+	errs = append(errs, o.dirtyDefaults()...)
 	switch {
 	case o.InlineThreshold == 0:
 		o.InlineThreshold = min(DefaultInlineThreshold, blockSize)

@@ -1,29 +1,6 @@
 package volume
 
-import (
-	"maps"
-	"time"
-)
-
-// markDirty records that ino has data or attributes to write back, for
-// Sync and the periodic commit.
-func (v *Volume) markDirty(ino Ino, fd *fileData) {
-	v.dirtyMu.Lock()
-	if v.dirty == nil {
-		v.dirty = make(map[Ino]*fileData)
-	}
-	v.dirty[ino] = fd
-	v.dirtyMu.Unlock()
-}
-
-// unmarkDirty forgets ino after its write-back.
-func (v *Volume) unmarkDirty(ino Ino, fd *fileData) {
-	v.dirtyMu.Lock()
-	if v.dirty[ino] == fd {
-		delete(v.dirty, ino)
-	}
-	v.dirtyMu.Unlock()
-}
+import "time"
 
 // Sync writes back every dirty file and makes the whole log durable.
 func (v *Volume) Sync() error {
@@ -31,33 +8,6 @@ func (v *Volume) Sync() error {
 		return err
 	}
 	return v.syncLog()
-}
-
-// writeBackAll writes back every file marked dirty. A file freed meanwhile
-// has no dirty state left (Release drops it), so its write-back does
-// nothing.
-func (v *Volume) writeBackAll() error {
-	v.dirtyMu.Lock()
-	files := v.dirty
-	v.dirty = nil
-	v.dirtyMu.Unlock()
-	var first error
-	for ino, fd := range maps.All(files) {
-		fd.mu.Lock()
-		v.mu.RLock()
-		n := v.inodes.get(ino)
-		v.mu.RUnlock()
-		var err error
-		if n != nil && n.x != nil && n.x.data == fd {
-			err = v.writeBack(ino, n, fd)
-		}
-		fd.mu.Unlock()
-		if err != nil && first == nil {
-			first = err
-			v.markDirty(ino, fd) // try again at the next commit
-		}
-	}
-	return first
 }
 
 // syncLog makes every transaction appended so far durable.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smallfs/smallfs/alloc"
@@ -45,8 +46,10 @@ type Volume struct {
 	recovery Recovery     // what Open did; set before Open returns, then read-only
 	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
 
-	dirtyMu sync.Mutex // leaf lock guarding dirty
-	dirty   map[Ino]*fileData
+	dirtyMu  sync.Mutex // leaf lock guarding dirty
+	dirty    dirtyQueue // files with something to write back, oldest first
+	dirtyMem atomic.Int64
+	wb       flusher
 }
 
 // loadedDir is a directory whose index Open builds after the checkpoint.

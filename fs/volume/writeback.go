@@ -53,7 +53,6 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	fd.ahead.Store(false)
 	v.mu.Unlock()
 	v.dropDirty(fd)
-	v.unmarkDirty(ino, fd)
 	v.acct.writebacks.Inc()
 	return nil
 }
@@ -188,13 +187,15 @@ func (v *Volume) writeBlocks(b []byte, at, k uint64, devOff int64) error {
 	return nil
 }
 
-// dropDirty forgets fd's dirty chunks and gives back their reservation.
+// dropDirty forgets fd's dirty chunks, gives back their reservation and
+// takes fd out of the dirty queue.
 func (v *Volume) dropDirty(fd *fileData) {
 	for _, bb := range fd.chunks {
 		v.putBuf(bb)
 	}
 	clear(fd.chunks)
 	fd.dirty = 0
+	v.unmarkDirty(fd)
 	v.space.unreserve(fd.blocks)
 	fd.blocks = 0
 }
