@@ -29,7 +29,12 @@ func (fs *fileSystem) openFlags(flags uint32) uint32 {
 func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	start := fs.begin(opCreate)
 	ctx := caller(&in.InHeader)
-	a, h, err := fs.vol.Create(ctx, volume.Ino(in.NodeId), name, in.Mode, in.Flags)
+	flags := in.Flags
+	if fs.opts.NoOpen {
+		// The handle serves every later open of the inode: reads too.
+		flags = flags&^syscall.O_ACCMODE | syscall.O_RDWR
+	}
+	a, h, err := fs.vol.Create(ctx, volume.Ino(in.NodeId), name, in.Mode, flags)
 	if err == nil && in.OpenFlags&fuse.OPEN_KILL_SUIDGID != 0 {
 		// An existing file opened with O_TRUNC.
 		if err = fs.killPriv(ctx, a.Ino); err != nil {
@@ -40,14 +45,24 @@ func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, 
 	}
 	if err == nil {
 		fs.setEntry(&out.EntryOut, &a)
-		out.Fh = fs.files.add(h)
 		out.OpenFlags = fs.openFlags(in.Flags)
+		if fs.opts.NoOpen {
+			fs.keepOpen(a.Ino, h) // file handle 0, as for every open
+		} else {
+			out.Fh = fs.files.add(h)
+		}
 	}
 	return fs.done(opCreate, start, in.NodeId, err)
 }
 
+// Open answers ENOSYS in no-open mode: the kernel stops sending OPEN and
+// RELEASE for the rest of the mount (see inodefiles.go).
 func (fs *fileSystem) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	start := fs.begin(opOpen)
+	if fs.opts.NoOpen {
+		fs.stats.end(opOpen, start, false)
+		return fuse.ENOSYS
+	}
 	h, err := fs.vol.OpenFile(volume.Ino(in.NodeId), in.Flags)
 	if err == nil && in.Mode&fuse.OPEN_KILL_SUIDGID != 0 {
 		if err = fs.killPriv(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
@@ -70,13 +85,14 @@ var errBadHandle = fmt.Errorf("unknown file handle: %w", syscall.EBADF)
 // the volume's memory for inline files, dirty data and holes.
 func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	start := fs.begin(opRead)
-	h := fs.files.get(in.Fh)
-	if h == nil {
-		return nil, fs.done(opRead, start, in.NodeId, errBadHandle)
+	r, err := fs.acquire(in.Fh, volume.Ino(in.NodeId), false)
+	if err != nil {
+		return nil, fs.done(opRead, start, in.NodeId, err)
 	}
+	defer fs.let(r, 0)
 	off, n := int64(in.Offset), min(int(in.Size), len(buf))
 	if fs.devFd >= 0 {
-		p, err := h.ReadPlan(off, n)
+		p, err := r.h.ReadPlan(off, n)
 		if err != nil {
 			return nil, fs.done(opRead, start, in.NodeId, err)
 		}
@@ -85,7 +101,7 @@ func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 		}
 		return fuse.ReadResultData(p.Bytes), fs.done(opRead, start, in.NodeId, nil)
 	}
-	m, err := h.ReadAt(buf[:n], off)
+	m, err := r.h.ReadAt(buf[:n], off)
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -94,23 +110,30 @@ func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 
 func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
 	start := fs.begin(opWrite)
-	h := fs.files.get(in.Fh)
-	if h == nil {
-		return 0, fs.done(opWrite, start, in.NodeId, errBadHandle)
-	}
 	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
 		if err := fs.killPriv(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
 			return 0, fs.done(opWrite, start, in.NodeId, err)
 		}
 	}
-	n, err := h.WriteAt(data, int64(in.Offset))
+	r, err := fs.acquire(in.Fh, volume.Ino(in.NodeId), true)
+	if err != nil {
+		return 0, fs.done(opWrite, start, in.NodeId, err)
+	}
+	n, err := r.h.WriteAt(data, int64(in.Offset))
+	fs.let(r, n)
 	return uint32(n), fs.done(opWrite, start, in.NodeId, err)
 }
 
 // Flush runs at every close of a writable open file: delayed allocation
 // happens here at the latest, so ENOSPC and I/O errors reach close(2).
+// In no-open mode it answers ENOSYS, and the kernel stops sending it:
+// space is reserved at write(2), which reports ENOSPC.
 func (fs *fileSystem) Flush(_ <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 	start := fs.begin(opFlush)
+	if fs.opts.NoOpen {
+		fs.stats.end(opFlush, start, false)
+		return fuse.ENOSYS
+	}
 	h := fs.files.get(in.Fh)
 	if h == nil {
 		return fs.done(opFlush, start, in.NodeId, errBadHandle)
@@ -118,11 +141,16 @@ func (fs *fileSystem) Flush(_ <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 	return fs.done(opFlush, start, in.NodeId, h.Flush())
 }
 
+// Release closes an open file. In no-open mode the kernel sends none for
+// regular files (once it has learnt no-open it drops them, even those of
+// files opened by CREATE); a RELEASE of file handle 0 closes nothing.
 func (fs *fileSystem) Release(_ <-chan struct{}, in *fuse.ReleaseIn) {
 	start := fs.begin(opRelease)
-	var err error = errBadHandle
+	var err error
 	if h := fs.files.remove(in.Fh); h != nil {
 		err = h.Release()
+	} else if in.Fh != 0 || !fs.opts.NoOpen {
+		err = errBadHandle
 	}
 	fs.done(opRelease, start, in.NodeId, err)
 }

@@ -22,6 +22,7 @@ type fileSystem struct {
 	opts    Options
 	log     logrus.FieldLogger
 	files   handleTable
+	inodes  *inodeFiles // no-open mode's open files, by inode; nil otherwise
 	stats   *counters
 	entryTO timeout
 	attrTO  timeout
@@ -51,6 +52,9 @@ func newFileSystem(vol *volume.Volume, dev device.Device, o Options) *fileSystem
 		negTO:         splitTimeout(o.NegativeTimeout),
 		stats:         newCounters(o.Accounting),
 	}
+	if o.NoOpen {
+		fs.inodes = newInodeFiles(o.NoOpenFiles, o.NoOpenDirtyBytes)
+	}
 	if fd, ok := dev.(device.FdDevice); ok {
 		fs.devFd = int(fd.Fd())
 	}
@@ -60,12 +64,17 @@ func newFileSystem(vol *volume.Volume, dev device.Device, o Options) *fileSystem
 func (fs *fileSystem) String() string { return "smallfs" }
 
 // OnUnmount runs after the last request. Files the kernel never released
-// (a lazy or forced unmount) are released here, so the volume can be
-// closed cleanly.
+// (a lazy or forced unmount) and no-open mode's files are released here,
+// so the volume can be closed cleanly.
 func (fs *fileSystem) OnUnmount() {
 	for fh, h := range fs.files.drain() {
 		if err := h.Release(); err != nil {
 			fs.log.WithField("fh", fh).WithError(err).Error("release at unmount")
+		}
+	}
+	if fs.inodes != nil {
+		for f := range fs.inodes.drain() {
+			fs.closeHandle(f.ino, f.h)
 		}
 	}
 }

@@ -26,8 +26,15 @@ func (fs *fileSystem) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, o
 }
 
 // Forget serves FORGET and, one by one, BATCH_FORGET (go-fuse splits it).
+// The kernel forgets an inode only once no file on it is open, so in
+// no-open mode the inode's file is closed here.
 func (fs *fileSystem) Forget(nodeid, nlookup uint64) {
 	start := fs.begin(opForget)
+	if fs.inodes != nil {
+		if f := fs.inodes.remove(volume.Ino(nodeid)); f != nil {
+			fs.closeInodeFiles([]*inodeFile{f})
+		}
+	}
 	fs.vol.Forget(volume.Ino(nodeid), nlookup)
 	fs.stats.end(opForget, start, false)
 }

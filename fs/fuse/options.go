@@ -92,6 +92,22 @@ type Options struct {
 	// Default false: the cache is kept across opens (FOPEN_KEEP_CACHE),
 	// and the kernel still drops it when it sees the size or mtime change.
 	DropCache bool
+	// NoOpen tells the kernel that OPEN and FLUSH are not implemented, so
+	// it opens and closes regular files without a round trip (no OPEN,
+	// FLUSH or RELEASE; READ and WRITE carry file handle 0). Delayed
+	// allocation then happens at fsync, the periodic commit, the volume's
+	// per-inode threshold, FORGET, or when the adapter's open files pass
+	// NoOpenFiles or NoOpenDirtyBytes; close(2) reports no write-back
+	// error (ENOSPC still comes from write(2)). O_TRUNC costs a SETATTR.
+	// Default false. See "# No-open mode" in doc.go.
+	NoOpen bool
+	// NoOpenFiles bounds the inodes no-open mode keeps open for writing;
+	// past it the oldest is written back and closed. Default 4096.
+	NoOpenFiles int
+	// NoOpenDirtyBytes bounds the bytes written through those files and
+	// not known to be written back; past it the oldest are written back.
+	// Default 64 MiB.
+	NoOpenDirtyBytes int64
 	// MaxWrite is the largest READ or WRITE request, in bytes. Default
 	// 1 MiB, the kernel's ceiling; at least 4096.
 	MaxWrite int
@@ -142,6 +158,22 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxInflightRequestBytes = 64 << 20
 	case o.MaxInflightRequestBytes < 0:
 		errs = append(errs, fmt.Errorf("MaxInflightRequestBytes %d is negative: %w", o.MaxInflightRequestBytes, ErrInvalidOption))
+	}
+	switch {
+	case o.NoOpenFiles == 0:
+		o.NoOpenFiles = 4096
+	case o.NoOpenFiles < 1:
+		errs = append(errs, fmt.Errorf("NoOpenFiles %d is not positive: %w", o.NoOpenFiles, ErrInvalidOption))
+	}
+	switch {
+	case o.NoOpenDirtyBytes == 0:
+		o.NoOpenDirtyBytes = 64 << 20
+	case o.NoOpenDirtyBytes < 1:
+		errs = append(errs, fmt.Errorf("NoOpenDirtyBytes %d is not positive: %w", o.NoOpenDirtyBytes, ErrInvalidOption))
+	}
+	if o.NoOpen && o.DropCache {
+		// Without OPEN there is no reply to carry "drop the cache".
+		errs = append(errs, fmt.Errorf("DropCache needs OPEN, which NoOpen removes: %w", ErrInvalidOption))
 	}
 	if err := o.checkMountFlags(); err != nil {
 		errs = append(errs, err)

@@ -71,7 +71,7 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 	o.Logger.WithFields(logrus.Fields{
 		"mountpoint": mountpoint, "entry_timeout": o.EntryTimeout, "attr_timeout": o.AttrTimeout,
 		"negative_timeout": o.NegativeTimeout, "readdirplus": o.ReadDirPlus, "read_only": o.ReadOnly,
-		"max_write": o.MaxWrite, "zero_copy_reads": fs.devFd >= 0,
+		"max_write": o.MaxWrite, "zero_copy_reads": fs.devFd >= 0, "no_open": o.NoOpen,
 	}).Info("mounted")
 	return s, nil
 }
@@ -105,10 +105,14 @@ func (o *Options) mountOptions(direct bool) *fuse.MountOptions {
 		Logger:               log.New(logWriter{o.Logger, o.Debug}, "", 0),
 	}
 	o.applyMountFlags(mo, direct)
-	// O_TRUNC travels with OPEN (the volume truncates there) instead of
-	// costing a SETATTR before it; privileges are cleared here, not
-	// after a GETXATTR before every write (killpriv.go).
-	mo.ExtraCapabilities = fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2
+	// Privileges are cleared here, not after a GETXATTR before every
+	// write (killpriv.go). O_TRUNC travels with OPEN (the volume
+	// truncates there) instead of costing a SETATTR before it, unless
+	// there is no OPEN: the kernel would then truncate only its cache.
+	mo.ExtraCapabilities = fuse.CAP_HANDLE_KILLPRIV_V2
+	if !o.NoOpen {
+		mo.ExtraCapabilities |= fuse.CAP_ATOMIC_O_TRUNC
+	}
 	if o.ReadDirPlus == ReadDirPlusAuto {
 		mo.ExtraCapabilities |= fuse.CAP_READDIRPLUS_AUTO
 	}

@@ -1,0 +1,163 @@
+package fuse
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// create makes file name in the root through CREATE and returns its entry
+// and file handle.
+func (fs *testFS) create(t testing.TB, name string, flags uint32) fuse.CreateOut {
+	t.Helper()
+	var out fuse.CreateOut
+	in := fuse.CreateIn{InHeader: header(1), Flags: flags, Mode: 0o644}
+	if st := fs.Create(nil, &in, name, &out); st != fuse.OK {
+		t.Fatalf("create %s: %v", name, st)
+	}
+	return out
+}
+
+func (fs *testFS) write(t testing.TB, node, fh uint64, data []byte) {
+	t.Helper()
+	w := fuse.WriteIn{InHeader: header(node), Fh: fh}
+	if n, st := fs.Write(nil, &w, data); st != fuse.OK || int(n) != len(data) {
+		t.Fatalf("write to %d: %d %v", node, n, st)
+	}
+}
+
+func (fs *testFS) read(t testing.TB, node uint64, size int) string {
+	t.Helper()
+	buf := make([]byte, size)
+	res, st := fs.Read(nil, &fuse.ReadIn{InHeader: header(node), Size: uint32(size)}, buf)
+	if st != fuse.OK {
+		t.Fatalf("read %d: %v", node, st)
+	}
+	b, _ := res.Bytes(buf)
+	return string(b)
+}
+
+// allocated reports whether node's data has blocks, i.e. was written back.
+func (fs *testFS) allocated(t testing.TB, node uint64) bool {
+	t.Helper()
+	var out fuse.AttrOut
+	if st := fs.GetAttr(nil, &fuse.GetAttrIn{InHeader: header(node)}, &out); st != fuse.OK {
+		t.Fatalf("getattr %d: %v", node, st)
+	}
+	return out.Blocks > 0
+}
+
+// TestNoOpen: OPEN and FLUSH answer ENOSYS without counting as errors;
+// CREATE hands out file handle 0; reads and writes by inode share the
+// inode's file, which FORGET writes back and closes; a stray RELEASE of
+// handle 0 closes nothing.
+func TestNoOpen(t *testing.T) {
+	fs := newTestFS(t, func(o *Options) { o.NoOpen = true })
+	c := fs.create(t, "f", syscall.O_WRONLY)
+	if c.Fh != 0 {
+		t.Errorf("CREATE handed out file handle %d", c.Fh)
+	}
+	var o fuse.OpenOut
+	if st := fs.Open(nil, &fuse.OpenIn{InHeader: header(c.NodeId)}, &o); st != fuse.ENOSYS {
+		t.Errorf("OPEN: %v, want ENOSYS", st)
+	}
+	if st := fs.Flush(nil, &fuse.FlushIn{InHeader: header(c.NodeId)}); st != fuse.ENOSYS {
+		t.Errorf("FLUSH: %v, want ENOSYS", st)
+	}
+	data := strings.Repeat("x", 4096)
+	fs.write(t, c.NodeId, 0, []byte(data))
+	if got := fs.read(t, c.NodeId, 8192); got != data {
+		t.Errorf("read %d bytes, want the 4096 written", len(got))
+	}
+	if listed, queued, written := fs.inodes.counts(); listed != 1 || queued != 1 || written != 4096 {
+		t.Errorf("open inode files: %d listed, %d queued, %d bytes; want 1, 1, 4096", listed, queued, written)
+	}
+	if fs.allocated(t, c.NodeId) {
+		t.Error("data allocated before any write-back")
+	}
+	fs.Release(nil, &fuse.ReleaseIn{InHeader: header(c.NodeId)})
+	fs.Forget(c.NodeId, 1)
+	if listed, _, _ := fs.inodes.counts(); listed != 0 {
+		t.Errorf("%d inode files listed after FORGET", listed)
+	}
+	l, _ := fs.reg.Snapshot().Layer(Layer)
+	for name, want := range map[string]uint64{
+		"op-OPEN": 1, "op-FLUSH": 1, "op-RELEASE": 1, "err-OPEN": 0, "err-FLUSH": 0, "err-RELEASE": 0,
+	} {
+		if c, _ := l.Counter(name); c.Value != want {
+			t.Errorf("%s = %d, want %d", name, c.Value, want)
+		}
+	}
+}
+
+// TestNoOpenReadsKeepNoState: reading an inode nobody wrote opens a
+// volume handle for the one request.
+func TestNoOpenReadsKeepNoState(t *testing.T) {
+	fs := newTestFS(t, func(o *Options) { o.NoOpen = true })
+	c := fs.create(t, "f", syscall.O_RDWR)
+	fs.write(t, c.NodeId, 0, []byte("hello"))
+	fs.Forget(c.NodeId, 1) // written back and closed
+	if got := fs.read(t, c.NodeId, 100); got != "hello" {
+		t.Errorf("read %q", got)
+	}
+	if listed, _, _ := fs.inodes.counts(); listed != 0 {
+		t.Errorf("a read left %d inode files open", listed)
+	}
+}
+
+// TestNoOpenLimits: past NoOpenFiles files or NoOpenDirtyBytes bytes the
+// oldest files are written back and closed, the newest kept.
+func TestNoOpenLimits(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		opts  func(*Options)
+		files int
+	}{
+		{"files", func(o *Options) { o.NoOpenFiles = 2 }, 2},
+		{"bytes", func(o *Options) { o.NoOpenDirtyBytes = 3 * 4096 }, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := newTestFS(t, func(o *Options) { o.NoOpen = true }, c.opts)
+			var nodes []uint64
+			for i := range 5 {
+				n := fs.create(t, fmt.Sprint("f", i), syscall.O_WRONLY).NodeId
+				fs.write(t, n, 0, make([]byte, 4096))
+				nodes = append(nodes, n)
+			}
+			if listed, queued, _ := fs.inodes.counts(); listed != c.files || queued != c.files {
+				t.Errorf("%d listed, %d queued, want %d", listed, queued, c.files)
+			}
+			for i, n := range nodes {
+				if want := i < len(nodes)-c.files; fs.allocated(t, n) != want {
+					t.Errorf("file %d written back: %v, want %v", i, !want, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNoOpenOptions(t *testing.T) {
+	o, err := Options{NoOpen: true}.withDefaults()
+	if err != nil || o.NoOpenFiles != 4096 || o.NoOpenDirtyBytes != 64<<20 {
+		t.Errorf("defaults: %d files, %d bytes, %v", o.NoOpenFiles, o.NoOpenDirtyBytes, err)
+	}
+	if o.mountOptions(true).ExtraCapabilities&fuse.CAP_ATOMIC_O_TRUNC != 0 {
+		t.Error("no-open mode negotiates ATOMIC_O_TRUNC: the kernel would truncate only its cache")
+	}
+	if o, _ := (Options{}).withDefaults(); o.mountOptions(true).ExtraCapabilities&fuse.CAP_ATOMIC_O_TRUNC == 0 {
+		t.Error("ATOMIC_O_TRUNC off by default")
+	}
+	_, err = Options{NoOpen: true, DropCache: true, NoOpenFiles: -1, NoOpenDirtyBytes: -1}.withDefaults()
+	if !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("bad options: %v", err)
+	}
+	for _, f := range []string{"DropCache", "NoOpenFiles", "NoOpenDirtyBytes"} {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("error does not name %s: %v", f, err)
+		}
+	}
+}
