@@ -5,9 +5,13 @@ import (
 	"sync/atomic"
 )
 
-// peakGrain is how many bytes a stripe allocates between two peak samples
-// (64 KiB). Smaller samples more often and costs more; see doc.go.
-const peakGrain = 1 << 16
+// Between two peak samples a stripe allocates at most peakGrain bytes or
+// peakObjects objects, whichever is more. Smaller values sample more often
+// and cost more; see doc.go, "Peak".
+const (
+	peakGrain   = 1 << 16
+	peakObjects = 16
+)
 
 // Record accounts one type of object in one layer: how many are alive, how
 // many bytes they hold, how many were ever created, and the peak of bytes.
@@ -15,9 +19,9 @@ const peakGrain = 1 << 16
 // pointer. All methods are safe for concurrent use and take no lock.
 type Record struct {
 	name    string
-	unit    int64 // FixedType: every object has unit bytes; 0: sizes vary
-	shift   uint  // 64 - log2(len(stripes)), for stripeOf
-	mask    uint64
+	unit    int64  // FixedType: every object has unit bytes; 0: sizes vary
+	span    uint64 // FixedType: objects a stripe allocates between grain samples
+	shift   uint   // 64 - log2(len(stripes)), for stripeOf
 	stripes []stripe
 
 	// Written only by peak samples, snapshots and misuse: cold words.
@@ -27,13 +31,13 @@ type Record struct {
 	invalid      atomic.Int64 // calls with a bad size
 }
 
-// newRecord makes a record; unit > 0 makes it fixed-size. Its peak is then
-// also sampled every time a stripe's allocations reach a multiple of mask+1:
-// the largest power of two of objects within peakGrain bytes, at least 1.
+// newRecord makes a record; unit > 0 makes it fixed-size, with a span of
+// the largest power of two of objects within peakGrain bytes, at least
+// peakObjects.
 func newRecord(name string, unit int64, stripes int) *Record {
 	r := &Record{name: name, unit: max(unit, 0), shift: uint(64 - log2(stripes)), stripes: make([]stripe, stripes)}
 	if r.unit > 0 {
-		r.mask = 1<<(bits.Len64(uint64(max(peakGrain/r.unit, 1)))-1) - 1
+		r.span = max(uint64(1)<<(bits.Len64(uint64(max(peakGrain/r.unit, 1)))-1), peakObjects)
 	}
 	return r
 }
@@ -41,16 +45,24 @@ func newRecord(name string, unit int64, stripes int) *Record {
 // Alloc records that one object of the given size came to life. A negative
 // size, or for a FixedType a size other than its own, is counted as an
 // anomaly and changes nothing else.
+//
+// The common path is the atomic adds (one for a FixedType, two otherwise)
+// and two plain loads from the stripe's own cache line that tell whether the
+// peak is due for a sample.
 func (r *Record) Alloc(bytes int64) {
-	s := r.stripeFor(bytes)
-	if s == nil {
+	if bytes < 0 || (r.unit != 0 && bytes != r.unit) {
+		r.invalid.Add(1)
 		return
 	}
-	n := s.allocs.Add(1)
+	s := &r.stripes[stripeOf(r.shift)]
 	if r.unit != 0 { // bytes follow from the count
-		r.maybeSample(s, int64(n-s.frees.Load()), n&r.mask == 0)
+		n := s.allocs.Add(1)
+		if live := int64(n - s.frees.Load()); s.sampleDue(n, live) {
+			r.sample(s, n, live, 1)
+		}
 		return
 	}
+	s.allocs.Add(1)
 	r.grow(s, uint64(bytes))
 }
 
@@ -59,10 +71,11 @@ func (r *Record) Alloc(bytes int64) {
 // the other stripes); it shows in the snapshot as an anomaly. A bad size is
 // counted as an anomaly, as for Alloc.
 func (r *Record) Free(bytes int64) {
-	s := r.stripeFor(bytes)
-	if s == nil {
+	if bytes < 0 || (r.unit != 0 && bytes != r.unit) {
+		r.invalid.Add(1)
 		return
 	}
+	s := &r.stripes[stripeOf(r.shift)]
 	s.frees.Add(1)
 	if r.unit == 0 {
 		s.freeBytes.Add(uint64(bytes))
@@ -85,37 +98,42 @@ func (r *Record) Resize(delta int64) {
 	}
 }
 
-// stripeFor returns the calling goroutine's stripe, or nil after counting
-// a bad size as an anomaly.
-func (r *Record) stripeFor(bytes int64) *stripe {
-	if bytes < 0 || (r.unit != 0 && bytes != r.unit) {
-		r.invalid.Add(1)
-		return nil
-	}
-	return &r.stripes[stripeOf(r.shift)]
-}
-
-// grow adds n allocated bytes to s, and may sample the peak.
+// grow adds n allocated bytes to s and samples the peak when it is due.
 func (r *Record) grow(s *stripe, n uint64) {
 	after := s.allocBytes.Add(n)
-	r.maybeSample(s, int64(after-s.freeBytes.Load()), (after-n)/peakGrain != after/peakGrain)
+	if live := int64(after - s.freeBytes.Load()); s.sampleDue(after, live) {
+		r.sample(s, after, live, n)
+	}
 }
 
-// maybeSample samples the peak in two cases. When local, the stripe's own
-// live bytes (objects for a FixedType), passes its high mark: serially, or
-// while each goroutine frees what it allocated, that is the whole record, so
-// the peak follows it to within 1/16 (the mark is set 1/16 above the last
-// sample, so a steady or growing record samples rarely). And when crossed
-// says the stripe's allocations passed another peakGrain bytes, which bounds
-// the error when objects are freed on other stripes than they were
-// allocated on. Both inputs come from the stripe's own cache line.
-func (r *Record) maybeSample(s *stripe, local int64, crossed bool) {
-	if local > s.high.Load() {
-		s.high.Store(local + local>>4)
-		r.samplePeak()
-	} else if crossed {
-		r.samplePeak()
+// sampleDue tells whether the peak is due for a sample, given the stripe's
+// allocation total and live figure after an allocation (objects for a
+// FixedType, bytes otherwise). It is due in two cases. When live passes the
+// stripe's high mark: serially, or while each goroutine frees what it
+// allocated, that is the whole record, so the peak follows it to within
+// 1/16 (the mark is set 1/16 above live, so a steady or growing record
+// samples rarely). And when the total reaches the stripe's due mark, set a
+// span past the total at the last sample: that bounds the error when
+// objects are freed on other stripes than they were allocated on.
+func (s *stripe) sampleDue(total uint64, live int64) bool {
+	return total >= s.due.Load() || live > s.high.Load()
+}
+
+// sample samples the peak and sets the stripe's next marks, off the common
+// path; n is the allocation that made it due (in bytes, or 1 object). The
+// next grain sample is due a span later: r.span objects for a FixedType,
+// max(peakGrain, peakObjects*n) bytes otherwise. Goroutines sharing a
+// stripe may race to set the marks; each value stored follows a sample
+// taken at that total or later, so a due sample is never put off by more
+// than a span.
+func (r *Record) sample(s *stripe, total uint64, live int64, n uint64) {
+	r.samplePeak()
+	span := r.span
+	if r.unit == 0 {
+		span = max(peakGrain, peakObjects*n)
 	}
+	s.high.Store(live + live>>4)
+	s.due.Store(total + span)
 }
 
 // samplePeak raises the peak to the live bytes now. Reading every

@@ -20,8 +20,9 @@ type stripe struct {
 	frees      atomic.Uint64
 	allocBytes atomic.Uint64
 	freeBytes  atomic.Uint64
-	high       atomic.Int64 // the stripe's own live bytes that trigger the next peak sample
-	_          [stride - 40]byte
+	high       atomic.Int64  // the stripe's own live figure that makes the next peak sample due
+	due        atomic.Uint64 // the stripe's allocation total that makes the next peak sample due
+	_          [stride - 48]byte
 }
 
 // cell is one share of a Counter.
@@ -46,5 +47,5 @@ func stripeCount() int {
 // contention: a moved stack or a collision just shares a line.
 func stripeOf(shift uint) uint {
 	var marker byte
-	return uint((uint64(uintptr(unsafe.Pointer(&marker))>>11) * 0x9E3779B97F4A7C15) >> shift)
+	return uint((uint64(uintptr(unsafe.Pointer(&marker))>>11) * 0x9E3779B97F4A7C15) >> (shift & 63))
 }
