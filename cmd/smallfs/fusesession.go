@@ -14,6 +14,7 @@ import (
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/fuse"
 	"github.com/smallfs/smallfs/fs/volume"
+	"github.com/smallfs/smallfs/iobuf"
 )
 
 // fuseSession is a device, the volume on it and the FUSE server over it.
@@ -30,11 +31,18 @@ func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
 	if err != nil {
 		return nil, err
 	}
-	vol, err := volume.Open(dev, volume.Options{
+	vopts := volume.Options{
 		CommitInterval: p.Config.CommitInterval,
 		TrackLookups:   true,
 		Logger:         log,
-	})
+	}
+	if !p.Config.IobufPool {
+		if vopts.Pool, err = iobuf.New(iobuf.Options{Disabled: true}); err != nil {
+			dev.Close()
+			return nil, err
+		}
+	}
+	vol, err := volume.Open(dev, vopts)
 	if err != nil {
 		dev.Close()
 		return nil, volumeError(p.Device, err)
@@ -51,6 +59,7 @@ func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
 		MountFlags: c.Flags,
 		Suid:       c.Flags&syscall.MS_NOSUID == 0,
 		Dev:        c.Flags&syscall.MS_NODEV == 0,
+		NoOpen:     c.NoOpen,
 		FsName:     c.FsName,
 		Debug:      c.Debug,
 		Logger:     log,

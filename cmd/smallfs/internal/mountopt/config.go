@@ -36,6 +36,12 @@ type Config struct {
 	// attr_timeout=, negative_timeout=). smallfs is the only writer of its
 	// device, so long timeouts are safe. Default 1h each.
 	EntryTimeout, AttrTimeout, NegativeTimeout time.Duration
+	// NoOpen makes the kernel open and close regular files without a
+	// round trip (no_open=on): fs/fuse Options.NoOpen. Default off.
+	NoOpen bool
+	// IobufPool pools the volume's dirty-data buffers (iobuf_pool=); off
+	// allocates each one, to measure what the pools gain. Default on.
+	IobufPool bool
 	// LogLevel is the lowest level logged (log_level=). Default info.
 	LogLevel logrus.Level
 	// LogFormat is "text" or "json" (log_format=). Default text.
@@ -63,6 +69,7 @@ func Defaults() Config {
 		EntryTimeout:    time.Hour,
 		AttrTimeout:     time.Hour,
 		NegativeTimeout: time.Hour,
+		IobufPool:       true,
 		LogLevel:        logrus.InfoLevel,
 		LogFormat:       "text",
 	}
@@ -179,6 +186,8 @@ func (c Config) String() string {
 		"entry_timeout="+c.EntryTimeout.String(),
 		"attr_timeout="+c.AttrTimeout.String(),
 		"negative_timeout="+c.NegativeTimeout.String(),
+		"no_open="+onOff(c.NoOpen),
+		"iobuf_pool="+onOff(c.IobufPool),
 		"log_level="+c.LogLevel.String(),
 		"log_format="+c.LogFormat)
 	if c.LogFile != "" {
@@ -188,6 +197,13 @@ func (c Config) String() string {
 		parts = append(parts, "metrics_addr="+c.MetricsAddr)
 	}
 	return strings.Join(parts, ",")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // maxSeconds keeps a parsed time far from time.Duration's overflow.

@@ -19,7 +19,8 @@
 //   - FUSE options smallfs supports: allow_other, default_permissions
 //     (always on), fsname=, subtype= (ignored: the type is fuse.smallfs).
 //   - smallfs options, described by Specs: commit interval, kernel cache
-//     timeouts, logging, debug, metrics address.
+//     timeouts, no-open mode (no_open=on|off), the buffer pools
+//     (iobuf_pool=on|off), logging, debug, metrics address.
 //
 // Anything else is an error: a mistyped option in fstab should stop the
 // mount with a message, not be silently lost. Like FUSE helpers, a mount

@@ -51,7 +51,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	c := Defaults()
 	err := c.Apply("commit_interval=2.5,entry_timeout=0,attr_timeout=500ms,negative_timeout=10," +
 		"allow_other,default_permissions,fsname=img,subtype=x,log_level=warn,log_format=json," +
-		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567")
+		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567,no_open=on,iobuf_pool=off")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +66,8 @@ func TestApplySmallfsOptions(t *testing.T) {
 	want.LogFormat = "json"
 	want.LogFile = "/tmp/l"
 	want.MetricsAddr = "127.0.0.1:9567"
+	want.NoOpen = true
+	want.IobufPool = false
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}
@@ -98,6 +100,8 @@ func TestApplyErrors(t *testing.T) {
 		{"allow_root", ErrUnknownOption, nil},
 		{"allow_other=1", ErrBadValue, []string{"takes no value"}},
 		{"log_level", ErrBadValue, []string{"needs a value"}},
+		{"no_open", ErrBadValue, []string{"needs a value"}},
+		{"iobuf_pool=yes", ErrBadValue, []string{"on or off"}},
 		{"commit_interval=0", ErrBadValue, []string{"positive"}},
 		{"commit_interval=-1", ErrBadValue, nil},
 		{"commit_interval=NaN", ErrBadValue, nil},
@@ -139,7 +143,7 @@ func TestString(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "ro,nodev,nosuid,allow_other,debug,fsname=d,commit_interval=5s,entry_timeout=1h0m0s," +
-		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,log_level=debug,log_format=text," +
+		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,iobuf_pool=on,log_level=debug,log_format=text," +
 		"log_file=syslog,metrics_addr=localhost:1"
 	if got := c.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
@@ -152,7 +156,7 @@ func TestSpecsAreApplicable(t *testing.T) {
 		if s.Value != "" {
 			opt += "=" + map[string]string{
 				"DURATION": "3", "SECONDS": "3", "NAME": "n", "TYPE": "t", "LEVEL": "debug",
-				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80",
+				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80", "on|off": "off",
 			}[s.Value]
 		}
 		c := Defaults()

@@ -56,6 +56,12 @@ var specs = []Spec{
 	{Name: "negative_timeout", Value: "SECONDS", Default: "1h",
 		Help:  "how long the kernel caches absent names",
 		apply: durationField(func(c *Config) *time.Duration { return &c.NegativeTimeout })},
+	{Name: "no_open", Value: "on|off", Default: "off",
+		Help:  "open and close files without a kernel round trip; write-back errors then reach fsync, not close",
+		apply: switchField(func(c *Config) *bool { return &c.NoOpen })},
+	{Name: "iobuf_pool", Value: "on|off", Default: "on",
+		Help:  "pool the buffers of written data (off: allocate each, to measure the pools)",
+		apply: switchField(func(c *Config) *bool { return &c.IobufPool })},
 	{Name: "allow_other", Help: "let other users reach the files (permissions still apply)",
 		apply: func(c *Config, _ string) error { c.AllowOther = true; return nil }},
 	{Name: "default_permissions", Help: "accepted; always on: the kernel checks permissions",
@@ -115,6 +121,20 @@ func durationField(field func(*Config) *time.Duration) func(_ *Config, _ string)
 		d, err := parseSeconds(v)
 		*field(c) = d
 		return err
+	}
+}
+
+func switchField(field func(*Config) *bool) func(_ *Config, _ string) error {
+	return func(c *Config, v string) error {
+		switch v {
+		case "on":
+			*field(c) = true
+		case "off":
+			*field(c) = false
+		default:
+			return fmt.Errorf("want on or off")
+		}
+		return nil
 	}
 }
 
