@@ -82,8 +82,11 @@ func (c *child) waitMounted(ctx context.Context) error {
 	return nil
 }
 
-// sample reads the child's CPU and memory.
+// sample reads the child's CPU and memory; none without a child.
 func (c *child) sample() Sample {
+	if c == nil {
+		return Sample{}
+	}
 	s := Sample{Pid: c.cmd.Process.Pid}
 	readProc(&s)
 	return s
@@ -91,7 +94,11 @@ func (c *child) sample() Sample {
 
 // stop unmounts and waits for the child to exit; one that does not within
 // childTimeout is killed. A child that exits with an error fails the run.
+// Without a child there is nothing to stop.
 func (c *child) stop() error {
+	if c == nil {
+		return nil
+	}
 	err := unmount(c.mnt)
 	select {
 	case <-c.exited:

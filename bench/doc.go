@@ -34,10 +34,27 @@
 // "loopback" (go-fuse's passthrough filesystem mounted by a child process,
 // `EXE bench serve-loopback ROOT MNT`, over a journalled ext4 loop image
 // where loop mounts are allowed, else over the scratch directory);
-// "ext4-loop" and "tmpfs" (kernel filesystems, root only); and any
-// existing directory. With --pools, "smallfs-nopool" mounts smallfs with
-// PoolOption to show what the iobuf pools earn; until the command offers
-// that option it is skipped with a note.
+// "fuse2fs" (e2fsprogs' fuse2fs, `fuse2fs IMG MNT -f -o fsname=...` with
+// its own defaults otherwise, serving an ext4 image mkfs.ext4 made in the
+// scratch directory; it writes no journal; skipped with one line saying
+// how to install it when it is not on PATH); "ext4-loop" and "tmpfs"
+// (kernel filesystems, root only); and any existing directory.
+//
+// The loopback server and fuse2fs are children in the foreground, so
+// their CPU and memory are read from /proc like the smallfs daemon's; a
+// child is ready once its mount point is listed in /proc/self/mountinfo
+// (FUSE queues requests until the server answers), fails the mount when
+// it exits first or takes 30 s, and its output goes to a log beside the
+// mount point whose last line the error quotes.
+//
+// With --pools, "smallfs-nopool" mounts smallfs with PoolOption
+// (iobuf_pool=off) to show what the iobuf pools earn, and "smallfs" gets
+// iobuf_pool=on where the help lists "on", so the default does not
+// matter; the ratio column smallfs ÷ smallfs-nopool is the pools' gain,
+// whatever its sign. The option is looked up in `smallfs mount --help`,
+// whose options are lines "  name=VALUE  help" (two spaces before the
+// name, two after the word); until it is there, the target is skipped
+// with a note.
 //
 // Every target is preflighted (mounted and torn down once) before the
 // long run, so a target the machine cannot run is skipped with its reason
@@ -61,15 +78,31 @@
 // stats query travels over the daemon's control socket, so it adds no
 // FUSE request of its own.
 //
+// # Machine load
+//
+// Shared machines are noisy, so every report says how busy the machine
+// was: for each round, /proc/loadavg before and after it, and the CPUs
+// others kept busy on average — the machine's busy time from /proc/stat
+// (steal included) less the bench's own: its threads, the children it
+// waited for (getrusage) and the smallfs daemon between its first and
+// last sample. Kernel threads count as others, including the loop device
+// and journal threads working for a kernel target, and so does the smallfs
+// daemon's checkpoint at unmount. A round is flagged BUSY when the
+// 1-minute load average before or after it exceeds the CPU count; the
+// load average counts the bench's own threads too, which is why others'
+// CPU is shown beside it.
+//
 // # Output
 //
-// WriteTable prints the terminal table; a status line shows progress only
-// when stdout is a terminal. --json writes the Report (schema Schema:
-// every run and step, the summaries and the ratios; an unknown figure is
-// null, never zero). --svg writes a chart made with the standard library:
+// WriteTable prints the terminal table, the machine's load per round above
+// the figures; a status line shows progress only when stdout is a
+// terminal, and a round run under load is also reported on stderr. --json writes the Report (schema Schema:
+// every run and step, the summaries, the ratios and the load per round;
+// an unknown figure is null, never zero). --svg writes a chart made with the standard library:
 // per size, grouped bars of files/s per step and target on a log scale,
 // whiskers from the slowest to the fastest round, and the base target's
-// ratio to each other target above each group. --replay FILE prints and
+// ratio to each other target above each group; its subtitle sums up the
+// load. --replay FILE prints and
 // charts a saved report without running.
 //
 // # Cleanup and errors
@@ -77,9 +110,12 @@
 // Everything lives in one scratch directory: images, mount points, logs
 // and, when the running program is not smallfs, a smallfs binary built
 // from the source tree. A run unmounts what it mounted when it ends, when
-// a step fails and on SIGINT or SIGTERM (the loopback child is in its own
-// process group, so Ctrl-C reaches the driver, which unmounts in order;
-// the child also gets SIGTERM if the driver dies). A busy mount is
+// a step fails and on SIGINT or SIGTERM (the loopback and fuse2fs children
+// are in their own process group, so Ctrl-C reaches the driver, which
+// unmounts in order, or sends SIGTERM to a child still mounting; a child
+// also gets SIGTERM if the driver dies, and one that has not exited 30 s
+// after its unmount is killed and fails the run, as does one exiting
+// with an error). A busy mount is
 // retried, then detached (umount -l) and reported. The scratch directory
 // is removed only once nothing is mounted under it.
 //

@@ -40,12 +40,12 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// TestEndToEnd runs the real command's targets briefly: smallfs (built
-// from this source tree: mkfs, mount, stats, umount, fsck), go-fuse's
-// loopback in a child process, and a plain directory.
-func TestEndToEnd(t *testing.T) {
+// needFUSEMount skips a test that mounts FUSE filesystems where it
+// cannot, and under -short.
+func needFUSEMount(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("mounts filesystems and builds smallfs")
+		t.Skip("mounts filesystems")
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount")
@@ -53,11 +53,17 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		t.Skip("no /dev/fuse")
 	}
-	scratch, dir := t.TempDir(), t.TempDir()
-	jsonPath, svgPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg")
+}
+
+// runBrief runs the bench on args for one round of 2 × 60 files of 4 KiB,
+// writing the report to dir/r.json, and returns the report; a run that
+// fails fails the test.
+func runBrief(t *testing.T, scratch, dir string, args ...string) *Report {
+	t.Helper()
+	jsonPath := filepath.Join(dir, "r.json")
 	var out, errOut bytes.Buffer
-	code := Main([]string{"--scratch", scratch, "--files", "60", "--files-per-dir", "25", "--sizes", "4K",
-		"--rounds", "1", "--json", jsonPath, "--svg", svgPath, "smallfs", "loopback", dir}, &out, &errOut)
+	code := Main(append([]string{"--scratch", scratch, "--files", "60", "--files-per-dir", "25", "--sizes", "4K",
+		"--rounds", "1", "--json", jsonPath}, args...), &out, &errOut)
 	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -66,6 +72,17 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rep
+}
+
+// TestEndToEnd runs the real command's targets briefly: smallfs (built
+// from this source tree: mkfs, mount, stats, umount, fsck), go-fuse's
+// loopback in a child process, and a plain directory.
+func TestEndToEnd(t *testing.T) {
+	needFUSEMount(t)
+	scratch, dir := t.TempDir(), t.TempDir()
+	svgPath := filepath.Join(dir, "r.svg")
+	rep := runBrief(t, scratch, dir, "--svg", svgPath, "smallfs", "loopback", dir)
 	if len(rep.Targets) != 3 || len(rep.Runs) != 3 || len(rep.Ratios) != 2 {
 		t.Fatalf("%d targets, %d runs, %d ratios; want 3, 3, 2", len(rep.Targets), len(rep.Runs), len(rep.Ratios))
 	}

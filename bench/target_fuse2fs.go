@@ -63,21 +63,13 @@ func (t *fuse2fsTarget) Mount(ctx context.Context, space int64) (string, error) 
 	return dir, mkdirFresh(dir)
 }
 
-func (t *fuse2fsTarget) Sample() Sample {
-	if t.child == nil {
-		return Sample{}
-	}
-	return t.child.sample()
-}
+func (t *fuse2fsTarget) Sample() Sample { return t.child.sample() }
 
 // Unmount unmounts, waits for fuse2fs to write back and exit, and removes
 // the image, mount point and log.
 func (t *fuse2fsTarget) Unmount() error {
-	var err error
-	if t.child != nil {
-		err = t.child.stop()
-		t.child = nil
-	}
+	err := t.child.stop()
+	t.child = nil
 	if t.mnt != "" {
 		err = errors.Join(err, removeFiles(t.mnt, t.img, t.mnt+".log"))
 		t.img, t.mnt = "", ""

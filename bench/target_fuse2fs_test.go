@@ -2,9 +2,7 @@ package bench
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,31 +11,12 @@ import (
 // passes, its CPU and memory are read like the loopback's, and it appears
 // in the ratio columns.
 func TestFuse2fs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("mounts a filesystem")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse")
-	}
+	needFUSEMount(t)
 	if _, err := exec.LookPath("fuse2fs"); err != nil {
 		t.Skip("fuse2fs not installed")
 	}
 	scratch, dir := t.TempDir(), t.TempDir()
-	jsonPath := filepath.Join(dir, "r.json")
-	var out, errOut bytes.Buffer
-	code := Main([]string{"--scratch", scratch, "--files", "60", "--files-per-dir", "25", "--sizes", "4K",
-		"--rounds", "1", "--json", jsonPath, "--base", dir, "fuse2fs", dir}, &out, &errOut)
-	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	rep, err := ReadReport(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runBrief(t, scratch, dir, "--base", dir, "fuse2fs", dir)
 	if len(rep.Runs) != 2 || rep.Runs[0].Target != "fuse2fs" || len(rep.Ratios) != 1 || rep.Ratios[0].Other != "fuse2fs" {
 		t.Fatalf("runs %d (first %q), ratios %+v; want fuse2fs and the directory, one ratio to fuse2fs",
 			len(rep.Runs), rep.Runs[0].Target, rep.Ratios)

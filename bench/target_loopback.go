@@ -53,19 +53,11 @@ func (t *loopbackTarget) Mount(ctx context.Context, space int64) (string, error)
 	return t.mnt, nil
 }
 
-func (t *loopbackTarget) Sample() Sample {
-	if t.child == nil {
-		return Sample{}
-	}
-	return t.child.sample()
-}
+func (t *loopbackTarget) Sample() Sample { return t.child.sample() }
 
 func (t *loopbackTarget) Unmount() error {
-	var err error
-	if t.child != nil {
-		err = t.child.stop()
-		t.child = nil
-	}
+	err := t.child.stop()
+	t.child = nil
 	if t.mnt != "" {
 		err = errors.Join(err, removeFiles(t.mnt, t.mnt+".log"))
 		t.mnt = ""

@@ -177,8 +177,9 @@ func poolOptions(ctx context.Context, bin string) (offered, on bool) {
 
 // helpOptions reads the options a help text lists, name to value spec
 // ("" for a flag): lines indented by exactly two spaces whose first word
-// is name or name=VALUE and is followed by two spaces or the line's end.
-// Wrapped description lines, prose and "--flag" lines are not options.
+// is name=VALUE, or a bare name followed by two spaces or the line's end
+// (one space after it is prose: "  suid is given."). Wrapped description
+// lines and "--flag" lines are not options.
 func helpOptions(help string) map[string]string {
 	opts := map[string]string{}
 	for _, line := range strings.Split(help, "\n") {
@@ -187,10 +188,10 @@ func helpOptions(help string) map[string]string {
 			continue
 		}
 		word, after, _ := strings.Cut(rest, " ")
-		if after != "" && !strings.HasPrefix(after, " ") {
-			continue // one space: a sentence, not an option column
+		name, value, hasValue := strings.Cut(word, "=")
+		if !hasValue && after != "" && !strings.HasPrefix(after, " ") {
+			continue
 		}
-		name, value, _ := strings.Cut(word, "=")
 		if name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == "" {
 			opts[name] = value
 		}

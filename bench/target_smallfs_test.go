@@ -20,13 +20,15 @@ Flags:
   --NAME[=VALUE]     any smallfs option below
 Generic mount options (fstab(5)), honoured by the kernel:
   ro, rw, dev, nodev, suid, nosuid, exec, noexec
+  suid is given.
 smallfs options:
+  a_very_long_option_name=VALUE one space when the name fills the column
   commit_interval=DURATION   commit at least this often: the most a crash
                              loses of work not fsynced (default 5s)
   allow_other                let other users reach the files
   iobuf_pool=on|off          pool I/O buffers (default on)
   debug`
-	want := map[string]string{"commit_interval": "DURATION", "allow_other": "", "iobuf_pool": "on|off", "debug": ""}
+	want := map[string]string{"a_very_long_option_name": "VALUE", "commit_interval": "DURATION", "allow_other": "", "iobuf_pool": "on|off", "debug": ""}
 	if got := helpOptions(help); !maps.Equal(got, want) {
 		t.Errorf("helpOptions = %v, want %v", got, want)
 	}
