@@ -43,6 +43,7 @@ import "strconv"
 //	(*Volume) Rename(ctx Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) error
 //	(*Volume) Readlink(ino Ino) (string, error)
 //	(*Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags uint32) (Attr, *Handle, error) // existing name: EEXIST with O_EXCL, else opened
+//	(*Volume) Tmpfile(ctx Context, dir Ino, mode uint32, flags uint32) (Attr, *Handle, error) // O_TMPFILE: nlink 0; Link names it unless O_EXCL
 //	(*Volume) OpenFile(ino Ino, flags uint32) (*Handle, error)
 //	(*Handle) ReadAt(p []byte, off int64) (int, error)   // holes read as zeros; short + io.EOF at EOF
 //	(*Handle) ReadPlan(off int64, n int) (ReadPlan, error) // zero-copy: device range, or bytes

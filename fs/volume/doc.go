@@ -19,6 +19,7 @@
 //	inode.go       inodes and the chunked inode table
 //	dir.go         directory index: cookie-ordered entries + name hash index
 //	ns.go          lookup, forget, getattr, mknod, mkdir, symlink, link, unlink
+//	tmpfile.go     Tmpfile: O_TMPFILE
 //	rename.go      rename, NOREPLACE, EXCHANGE, the loop check
 //	setattr.go     setattr (size through the data path)
 //	xattr.go       extended attributes
@@ -68,7 +69,10 @@
 // (Lookup, Create, Mknod, Mkdir, Symlink, Link, accepted ReadDirPlus
 // entries) and dropped by Forget. When the last goes, one InodeFree record
 // drops it and its blocks. An unlinked inode still open is kept with nlink 0;
-// after a crash, Open frees it. Inode numbers are reused with a new
+// after a crash, Open frees it. Tmpfile (O_TMPFILE) makes such an inode
+// from the start, open and placed in its directory's region; Link may name
+// it (and only it, among inodes without links) unless it was opened with
+// O_EXCL, as linkat(2); the in-memory inodeLinkable flag says which. Inode numbers are reused with a new
 // generation from a volume-wide counter that Open restarts above the
 // highest generation it loads; a freed inode's generation is not stored, so
 // across a remount an (ino, gen) pair could in principle come back — the

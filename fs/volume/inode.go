@@ -41,8 +41,16 @@ type inode struct {
 	rdev    uint32
 	lookups uint32 // kernel references (Options.TrackLookups); atomic
 	opens   uint32 // live Handles
+	flags   uint8  // in-memory only: inodeLinkable; fills padding
 	x       *inodeExt
 }
+
+// inode flags.
+const (
+	// inodeLinkable marks an O_TMPFILE inode (no link yet) that Link may
+	// name: it was opened without O_EXCL.
+	inodeLinkable uint8 = 1 << iota
+)
 
 // inodeExt holds what only some inodes have.
 type inodeExt struct {

@@ -175,16 +175,8 @@ func (v *Volume) newChild(ctx Context, parent Ino, name string, mode, rdev uint3
 		return 0, nil, ErrNoSpace
 	}
 	now := v.now()
-	child := format.InodeRec{
-		Ino: uint64(ino), Gen: v.nextGen, Mode: mode, Nlink: 1,
-		Uid: ctx.Uid, Gid: ctx.Gid, Rdev: rdev, Atime: now, Mtime: now, Ctime: now,
-	}
-	if p.mode&syscall.S_ISGID != 0 { // BSD group semantics of setgid directories
-		child.Gid = p.gid
-		if isDir {
-			child.Mode |= syscall.S_ISGID
-		}
-	}
+	child := v.childRec(ctx, p, ino, mode, now)
+	child.Nlink, child.Rdev = 1, rdev
 	pr := p.record(parent)
 	touchDir(&pr, now)
 	if isDir {
@@ -209,6 +201,22 @@ func (v *Volume) newChild(ctx Context, parent Ino, name string, mode, rdev uint3
 	n := v.inodes.get(ino)
 	v.ref(n)
 	return ino, n, nil
+}
+
+// childRec is the record of a new inode ino of mode made in directory p,
+// without links (v.mu held).
+func (v *Volume) childRec(ctx Context, p *inode, ino Ino, mode uint32, now int64) format.InodeRec {
+	r := format.InodeRec{
+		Ino: uint64(ino), Gen: v.nextGen, Mode: mode,
+		Uid: ctx.Uid, Gid: ctx.Gid, Atime: now, Mtime: now, Ctime: now,
+	}
+	if p.mode&syscall.S_ISGID != 0 { // BSD group semantics of setgid directories
+		r.Gid = p.gid
+		if mode&syscall.S_IFMT == syscall.S_IFDIR {
+			r.Mode |= syscall.S_ISGID
+		}
+	}
+	return r
 }
 
 // entryFree checks that name may be added to directory parent and returns
@@ -246,7 +254,7 @@ func (v *Volume) Link(ctx Context, ino, newParent Ino, newName string) (Attr, er
 	switch {
 	case n.isDir():
 		return Attr{}, opErr("link", newName, ErrPerm)
-	case n.nlink == 0:
+	case n.nlink == 0 && n.flags&inodeLinkable == 0: // unlinked, or O_TMPFILE|O_EXCL
 		return Attr{}, opErr("link", newName, ErrNotFound)
 	case n.nlink >= MaxLinks:
 		return Attr{}, opErr("link", newName, ErrTooManyLinks)
@@ -264,6 +272,7 @@ func (v *Volume) Link(ctx Context, ino, newParent Ino, newName string) (Attr, er
 	if _, err := v.commit(nr, format.DirentRec{Parent: uint64(newParent), Ino: uint64(ino), Cookie: pd.next, Name: newName}, pr); err != nil {
 		return Attr{}, opErr("link", newName, err)
 	}
+	n.flags &^= inodeLinkable // named now: no longer a tmpfile
 	v.ref(n)
 	return v.attr(ino, n), nil
 }
