@@ -68,24 +68,29 @@ func (p *Pool) Get(n int) *Buf {
 	}
 	c := classOf(n)
 	var b *Buf
-	switch {
-	case p.disabled || c == large:
-		b = p.fresh(c, classSize(c, n), false)
-	case c < numPooled:
-		if v := p.small[c].Get(); v != nil {
-			b = v.(*Buf)
+	if c < numPooled && !p.disabled {
+		if b, _ = p.small[c].Get().(*Buf); b != nil {
 			b.checkPoison()
 		} else {
 			p.stats[c].misses.Inc()
 			b = p.fresh(c, classSize(c, n), true)
 		}
-	default:
-		b = p.slabGet(c)
+	} else {
+		b = p.getUnpooled(c, n)
 	}
 	b.out = true
 	b.B = b.mem[:n]
 	p.stats[c].rec.Alloc(int64(cap(b.mem)))
 	return b
+}
+
+// getUnpooled serves the classes sync.Pool does not: the slab classes, the
+// large class, and every class when pooling is off.
+func (p *Pool) getUnpooled(c, n int) *Buf {
+	if p.disabled || c == large {
+		return p.fresh(c, classSize(c, n), false)
+	}
+	return p.slabGet(c)
 }
 
 // Put gives b back. Put(nil) does nothing. A Buf from another Pool, one
@@ -97,15 +102,8 @@ func (p *Pool) Put(b *Buf) {
 	if b == nil {
 		return
 	}
-	if err := p.check(b); err != nil {
-		p.badPuts.Inc()
-		if invariants.Enabled {
-			panic(err)
-		}
-		if b.pool == p && b.out { // resized: ours and lent, so account and drop it
-			b.out, b.pooled = false, false
-			p.stats[b.class].rec.Free(int64(cap(b.mem)))
-		}
+	if b.pool != p || !b.out || b.resized() {
+		p.refuse(b)
 		return
 	}
 	b.out = false
@@ -122,17 +120,32 @@ func (p *Pool) Put(b *Buf) {
 	}
 }
 
-func (p *Pool) check(b *Buf) error {
+// refuse handles a bad Put, off the common path: it counts it and, in an
+// invariant build, panics. A buffer of ours that is lent but resized is
+// accounted as put back and dropped, never recycled.
+func (p *Pool) refuse(b *Buf) {
+	p.badPuts.Inc()
+	err := p.misuse(b)
+	if invariants.Enabled {
+		panic(err)
+	}
+	if b.pool == p && b.out {
+		b.out, b.pooled = false, false
+		p.stats[b.class].rec.Free(int64(cap(b.mem)))
+	}
+}
+
+// misuse describes why Put refused b.
+func (p *Pool) misuse(b *Buf) error {
 	switch {
 	case b.pool != p:
 		return fmt.Errorf("iobuf: Put of a buffer from another pool (len %d)", len(b.B))
 	case !b.out:
 		return fmt.Errorf("iobuf: Put of a %s buffer already put back", className(int(b.class)))
-	case b.resized():
+	default:
 		return fmt.Errorf("iobuf: Put of a %s buffer whose B was replaced or resized (cap %d, want %d)",
 			className(int(b.class)), cap(b.B), cap(b.mem))
 	}
-	return nil
 }
 
 // fresh makes a new buffer of class c.

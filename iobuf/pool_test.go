@@ -61,6 +61,35 @@ func TestSlabReuse(t *testing.T) {
 	}
 }
 
+// TestSlabIdleBeyondFront: more idle slabs than the lock-free slots hold
+// go to the stack, and all of them are lent again, each once.
+func TestSlabIdleBeyondFront(t *testing.T) {
+	p, reg := newTestPool(t, Options{})
+	const n = 3 * slabFront
+	lent := make(map[*Buf]bool)
+	var bufs []*Buf
+	for range n {
+		b := p.Get(256 << 10)
+		lent[b] = true
+		bufs = append(bufs, b)
+	}
+	for _, b := range bufs {
+		p.Put(b)
+	}
+	again := make(map[*Buf]bool)
+	for range n {
+		b := p.Get(256 << 10)
+		if !lent[b] || again[b] {
+			t.Fatalf("Get returned a new or twice-lent slab (new %v, twice %v)", !lent[b], again[b])
+		}
+		again[b] = true
+	}
+	l, _ := reg.Snapshot().Layer("iobuf")
+	if c, _ := l.Counter("256KiB.misses"); c.Value != n {
+		t.Fatalf("misses = %d, want %d", c.Value, n)
+	}
+}
+
 func TestSlabBound(t *testing.T) {
 	const slab = 256 << 10
 	p, reg := newTestPool(t, Options{SlabLimit: 4 * slab})
