@@ -48,6 +48,7 @@ import "strconv"
 //	(*Handle) ReadAt(p []byte, off int64) (int, error)   // holes read as zeros; short + io.EOF at EOF
 //	(*Handle) ReadPlan(off int64, n int) (ReadPlan, error) // zero-copy: device range, or bytes
 //	(*Handle) WriteAt(p []byte, off int64) (int, error)  // O_APPEND handled by caller offset
+//	(*Handle) WriteAtFlags(p []byte, off int64, f WriteFlags) (int, error) // WriteKillPriv: clear privileges first, atomically
 //	(*Handle) Flush() error                              // delayed allocation happens here at latest
 //	(*Handle) Fsync(datasync bool) error
 //	(*Handle) Release() error
@@ -120,6 +121,11 @@ const (
 	SetAtimeNow
 	SetMtimeNow
 	SetCtime // ctime is always bumped on change; this sets it explicitly
+	// SetKillPriv clears S_ISUID, S_ISGID when group-executable, and a
+	// security.capability xattr, under the metadata lock in the same
+	// transaction (FUSE_HANDLE_KILLPRIV_V2: truncate or chown flagged by
+	// the kernel). Alone it still bumps ctime.
+	SetKillPriv
 )
 
 // DirEntry is one entry handed to a ReadDir callback. Cookie is the value to

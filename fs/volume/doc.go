@@ -22,6 +22,7 @@
 //	tmpfile.go     Tmpfile: O_TMPFILE
 //	rename.go      rename, NOREPLACE, EXCHANGE, the loop check
 //	setattr.go     setattr (size through the data path)
+//	killpriv.go    clearing set-user-ID, set-group-ID and capabilities
 //	xattr.go       extended attributes
 //	readdir.go     ReadDir, ReadDirPlus
 //	handle.go      Handle: open, create, read, write, flush, fsync, release

@@ -178,6 +178,15 @@ func (v *Volume) devRange(n *inode, fd *fileData, off, k uint64) (ReadPlan, bool
 // write-back first. ENOSPC is reported here, when the blocks cannot be
 // promised.
 func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
+	return h.WriteAtFlags(p, off, 0)
+}
+
+// WriteAtFlags is WriteAt with flags: WriteKillPriv clears the file's
+// privileges (set-user-ID, set-group-ID when group-executable, a file
+// capability) in one transaction under the metadata lock before the data
+// is written, as the kernel does for a writer without CAP_FSETID; a file
+// without privileges costs a read lock. A write of nothing clears nothing.
+func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (int, error) {
 	if h.closed.Load() || !h.write {
 		return 0, opErr("write", "", ErrBadHandle)
 	}
@@ -194,6 +203,11 @@ func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
 	v.throttle() // before fd.mu: the write-back it waits for may need it
 	fd.mu.Lock()
 	defer fd.mu.Unlock()
+	if flags&WriteKillPriv != 0 {
+		if err := v.killPrivNow(h.ino, h.n); err != nil {
+			return 0, opErr("write", "", err)
+		}
+	}
 	n, err := v.writeSpace(h.n, fd, p, uint64(off))
 	if n > 0 {
 		fd.mtime.Store(v.now())

@@ -2,11 +2,14 @@ package volume
 
 import (
 	"syscall"
+
+	"github.com/smallfs/smallfs/fs/format"
 )
 
 // SetAttr changes the attributes selected by in.Valid and returns the new
 // attributes. The change is one transaction; ctime is bumped unless
-// SetCtime gives it.
+// SetCtime gives it. SetKillPriv clears privileges (see killpriv.go) after
+// a SetMode in the same call, in the same transaction.
 func (v *Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error) {
 	// Dirty data goes first (so the times set below are not overtaken by a
 	// later write-back), and a new size through the data path.
@@ -57,7 +60,11 @@ func (v *Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error) {
 	if in.Valid&SetCtime != 0 {
 		r.Ctime = in.Ctime
 	}
-	if _, err := v.commit(r); err != nil {
+	var extra []format.Record
+	if in.Valid&SetKillPriv != 0 {
+		extra, _ = killPriv(ino, n, &r)
+	}
+	if _, err := v.commit(append(extra, r)...); err != nil {
 		return Attr{}, opErr("setattr", "", err)
 	}
 	return v.attr(ino, n), nil
