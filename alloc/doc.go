@@ -32,9 +32,12 @@
 //  3. Window: the offset index is scanned down from hint and up from it,
 //     visiting at most K extents per side ([Options].WindowExtents) and
 //     never farther than D blocks ([Options].WindowBlocks). Candidates are
-//     ranked by shortfall class (full length first), waste class (the
-//     power of two of the blocks left over), distance to the hint, offset.
-//     A piece is placed in its extent at the end nearest the hint.
+//     ranked by shortfall class (full length first), waste class
+//     (floor(log2(extent/piece)): 0 for an extent less than twice the
+//     piece, the tightest fit), distance to the hint, offset. A piece is
+//     placed in its extent at the end nearest the hint. A side stops early
+//     once a full-length tight fit is nearer than its next extent: nothing
+//     farther can rank before it.
 //  4. Fallback by size: unless the window found a full-length candidate,
 //     the shortest extent of at least want blocks anywhere, the nearest to
 //     the hint among equals; if none holds want, the largest extent (which
@@ -51,12 +54,16 @@
 // # Costs
 //
 // A call costs at most 2K+2 visits and 6 seeks (descents from a B-tree
-// root), whatever the size or fragmentation of free space, then at most 3
-// deletions and 3 insertions per index. [Stats] reports the totals and the
-// maxima per call: deterministic figures that tests bound. Free costs two
-// neighbour lookups and up to three updates per index; Commit costs one
-// Free per released extent; Stats, Check and AppendFree walk every free
-// extent. Alloc and Free allocate no heap memory in steady state.
+// root), whatever the size or fragmentation of free space, then at most 2
+// updates of the offset index (one replace where the offset is kept) and 3
+// of the size index. [Stats] reports the totals and the maxima per call:
+// deterministic figures that tests bound. Free finds both neighbours with
+// one descent (from the end of the extent downwards) and makes as many
+// updates as Alloc at most; Commit costs one Free per released extent;
+// Stats, Check and AppendFree walk every free extent.
+// NewWithUsed sorts the used extents (as packed uint64 keys) and inserts
+// each index in its own order. Alloc and Free allocate no heap memory in
+// steady state (a test holds them to 0 allocations).
 //
 // # Locking
 //

@@ -14,6 +14,11 @@ import (
 // which fills a 64-key (512 B) array; see "Memory" in doc.go.
 const degree = 32
 
+// freeNodes is how many emptied nodes a tree keeps for reuse. google/btree
+// keeps 32 by default: 18 KiB per tree, which at a thousand free extents
+// would be most of the memory. A few absorb the split/merge churn.
+const freeNodes = 4
+
 // keySet is an ordered set of packed extent keys on a google/btree. The zero
 // value is an empty set; the wrapping set creates the tree with its order on
 // first insert. It is not safe for concurrent use: the Allocator's mutex
@@ -28,7 +33,7 @@ func sizeLess(a, b uint64) bool { return a < b }
 
 func (s *keySet) ensure(less btree.LessFunc[uint64]) {
 	if s.t == nil {
-		s.t = btree.NewG(degree, less)
+		s.t = btree.NewWithFreeListG(degree, less, btree.NewFreeListG[uint64](freeNodes))
 	}
 }
 
