@@ -22,15 +22,20 @@ var posixSkips = map[string]string{
 	"Tmpfile": "O_TMPFILE needs an unnamed create in the volume (not there yet)",
 }
 
-// TestPosix runs go-fuse's conformance suite, each test on a fresh mount.
+// TestPosix runs go-fuse's conformance suite, each test on a fresh mount,
+// in the default mode and in no-open mode.
 func TestPosix(t *testing.T) {
-	for name, fn := range posixtest.All {
-		t.Run(name, func(t *testing.T) {
-			if why, ok := posixSkips[name]; ok {
-				t.Skip(why)
+	for _, noOpen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "no-open"}[noOpen], func(t *testing.T) {
+			for name, fn := range posixtest.All {
+				t.Run(name, func(t *testing.T) {
+					if why, ok := posixSkips[name]; ok {
+						t.Skip(why)
+					}
+					m := newMount(t, func(c *config) { c.mount.NoOpen = noOpen })
+					fn(t, m.Dir)
+				})
 			}
-			m := newMount(t)
-			fn(t, m.Dir)
 		})
 	}
 }

@@ -57,11 +57,16 @@ func (m *fsMount) costOf(t *testing.T, want requestMix, op func() error) request
 }
 
 // TestRoundTrips walks one file through its life on a warm mount and
-// checks the exact requests of each step. What each costs, and why:
+// checks the exact requests of each step, in the default mode and in
+// no-open mode (docs/FUSE.md has the figures). What each costs, and why:
 //
 //   - LOOKUP of a new name (the kernel must ask once; the answer is then
-//     a cached negative or positive entry), CREATE, WRITE, FLUSH (delayed
-//     allocation: ENOSPC reaches close), RELEASE.
+//     a cached negative or positive entry), CREATE, WRITE, and by default
+//     FLUSH (delayed allocation: write-back errors reach close) and
+//     RELEASE. In no-open mode the kernel, once it has seen ENOSYS for
+//     CREATE, OPEN and FLUSH (the warm-up below), creates with MKNOD and
+//     sends no OPEN, FLUSH or RELEASE: a read is one READ, a cached
+//     re-read none, an append one WRITE.
 //   - GETXATTR security.capability before the first write to an inode
 //     the kernel has not checked yet (later writes: none, S_NOSEC).
 //   - GETATTR of the directory: a create or unlink invalidates the
@@ -70,36 +75,91 @@ func (m *fsMount) costOf(t *testing.T, want requestMix, op func() error) request
 //   - GETATTR of a file after a WRITE: the kernel invalidates size and
 //     mtime on write (without the writeback cache, which costs more,
 //     docs/FUSE.md); and after a READ, atime, which fstat then fetches.
-//   - A cached file's stat costs nothing, a re-read OPEN and RELEASE.
+//   - O_TRUNC of an existing file travels with OPEN by default
+//     (ATOMIC_O_TRUNC); without OPEN it is a SETATTR.
 func TestRoundTrips(t *testing.T) {
-	m := newMount(t)
-	data := pattern(7, 4096)
-	create := func(name string) func() error {
-		return func() error { return os.WriteFile(m.path(name), data, 0o644) }
-	}
-	stat := func() error { _, err := os.Lstat(m.path("f")); return err }
-	read := func() error { _, err := os.ReadFile(m.path("f")); return err }
-	createCost := requestMix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "FLUSH": 1, "RELEASE": 1, "GETATTR": 1}
-	m.costOf(t, requestMix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "FLUSH": 1, "RELEASE": 1}, create("first"))
-	for _, c := range []struct {
-		name string
-		want requestMix
-		op   func() error
+	type mix = requestMix
+	steps := []struct {
+		name           string
+		normal, noOpen mix
+		op             func(m *fsMount) error
 	}{
-		{"create", createCost, create("f")},
-		{"stat after write", requestMix{"GETATTR": 2}, stat},
-		{"stat", requestMix{}, stat},
-		{"read", requestMix{"OPEN": 1, "READ": 1, "RELEASE": 1}, read},
-		{"re-read after read", requestMix{"GETATTR": 1, "OPEN": 1, "RELEASE": 1}, read},
-		{"re-read", requestMix{"OPEN": 1, "RELEASE": 1}, read},
-		{"chmod", requestMix{"SETATTR": 1}, func() error { return os.Chmod(m.path("f"), 0o600) }},
-		{"stat after chmod", requestMix{}, stat},
-		{"delete", requestMix{"UNLINK": 1}, func() error { return os.Remove(m.path("f")) }},
-	} {
-		if got := m.costOf(t, c.want, c.op); !maps.Equal(got, c.want) {
-			t.Errorf("%s: requests %v, want %v", c.name, got, c.want)
-		}
+		{"create", mix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "FLUSH": 1, "RELEASE": 1, "GETATTR": 1},
+			mix{"LOOKUP": 1, "MKNOD": 1, "GETXATTR": 1, "WRITE": 1, "GETATTR": 1}, rtWrite("f")},
+		{"stat after write", mix{"GETATTR": 2}, mix{"GETATTR": 2}, rtStat},
+		{"stat", mix{}, mix{}, rtStat},
+		{"read", mix{"OPEN": 1, "READ": 1, "RELEASE": 1}, mix{"READ": 1}, rtRead("f")},
+		{"re-read after read", mix{"GETATTR": 1, "OPEN": 1, "RELEASE": 1}, mix{"GETATTR": 1}, rtRead("f")},
+		{"re-read", mix{"OPEN": 1, "RELEASE": 1}, mix{}, rtRead("f")},
+		{"append", mix{"OPEN": 1, "GETXATTR": 1, "WRITE": 1, "FLUSH": 1, "RELEASE": 1}, mix{"GETXATTR": 1, "WRITE": 1}, rtAppend},
+		{"append again", mix{"OPEN": 1, "WRITE": 1, "FLUSH": 1, "RELEASE": 1}, mix{"WRITE": 1}, rtAppend},
+		{"rewrite (O_TRUNC)", mix{"OPEN": 1, "WRITE": 1, "FLUSH": 1, "RELEASE": 1}, mix{"SETATTR": 1, "GETXATTR": 1, "WRITE": 1}, rtWrite("f")},
+		{"chmod", mix{"SETATTR": 1}, mix{"SETATTR": 1}, func(m *fsMount) error { return os.Chmod(m.path("f"), 0o600) }},
+		{"stat after chmod", mix{}, mix{}, rtStat},
+		{"delete", mix{"UNLINK": 1}, mix{"UNLINK": 1}, func(m *fsMount) error { return os.Remove(m.path("f")) }},
 	}
+	for _, noOpen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "no-open"}[noOpen], func(t *testing.T) {
+			m := newMount(t, func(c *config) { c.mount.NoOpen = noOpen })
+			// Warm-up: the kernel learns about FLUSH (and OPEN) the
+			// first time, and the second create leaves the directory's
+			// attributes invalid, as a create in a busy directory does.
+			warm := []struct {
+				want mix
+				op   func(*fsMount) error
+			}{
+				{mix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "FLUSH": 1, "RELEASE": 1}, rtWrite("first")},
+				{mix{"GETATTR": 2, "OPEN": 1, "READ": 1, "RELEASE": 1}, rtRead("first")},
+				{mix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "FLUSH": 1, "RELEASE": 1}, rtWrite("second")},
+			}
+			if noOpen {
+				// CREATE, OPEN and FLUSH are answered ENOSYS once; the
+				// kernel then creates with MKNOD and opens the new file
+				// without a request.
+				warm[0].want = mix{"LOOKUP": 1, "CREATE": 1, "MKNOD": 1, "OPEN": 1, "GETXATTR": 1, "WRITE": 1, "FLUSH": 1}
+				warm[1].want = mix{"GETATTR": 2, "READ": 1}
+				warm[2].want = mix{"LOOKUP": 1, "MKNOD": 1, "GETXATTR": 1, "WRITE": 1}
+			}
+			for i, w := range warm {
+				if got := m.costOf(t, w.want, func() error { return w.op(m) }); !maps.Equal(got, w.want) {
+					t.Errorf("warm-up %d: requests %v, want %v", i, got, w.want)
+				}
+			}
+			for _, s := range steps {
+				want := s.normal
+				if noOpen {
+					want = s.noOpen
+				}
+				if got := m.costOf(t, want, func() error { return s.op(m) }); !maps.Equal(got, want) {
+					t.Errorf("%s: requests %v, want %v", s.name, got, want)
+				}
+			}
+		})
+	}
+}
+
+var roundTripData = pattern(7, 4096)
+
+func rtWrite(name string) func(*fsMount) error {
+	return func(m *fsMount) error { return os.WriteFile(m.path(name), roundTripData, 0o644) }
+}
+
+func rtRead(name string) func(*fsMount) error {
+	return func(m *fsMount) error { _, err := os.ReadFile(m.path(name)); return err }
+}
+
+func rtStat(m *fsMount) error { _, err := os.Lstat(m.path("f")); return err }
+
+func rtAppend(m *fsMount) error {
+	f, err := os.OpenFile(m.path("f"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(roundTripData)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // TestListingLabelQueries: ls -l asks security.selinux and

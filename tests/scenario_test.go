@@ -286,8 +286,18 @@ func TestLargeFile(t *testing.T) {
 
 // TestAppendTwoWriters appends fixed-size records from two open files at
 // once: none is lost, torn or overwritten.
+// TestAppendTwoWriters: O_APPEND writes of two open files interleave
+// whole, in both modes (in no-open mode the kernel picks each offset from
+// its own size under the inode lock; the daemon sees one file).
 func TestAppendTwoWriters(t *testing.T) {
-	m := newMount(t)
+	for _, noOpen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "no-open"}[noOpen], func(t *testing.T) {
+			appendTwoWriters(t, newMount(t, func(c *config) { c.mount.NoOpen = noOpen }))
+		})
+	}
+}
+
+func appendTwoWriters(t *testing.T, m *fsMount) {
 	p := m.path("log")
 	const records, size = 500, 100
 	var wg sync.WaitGroup

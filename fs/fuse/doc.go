@@ -88,8 +88,45 @@
 // killpriv.go), so the kernel stops asking for security.capability before
 // every write to a cached inode. Not negotiated, deliberately: the
 // writeback cache (the kernel would own mtime and size and send writes long
-// after close) and no-open (writes are buffered in the volume's per-open
-// state). docs/FUSE.md has the measurements behind each choice.
+// after close). No-open is an option, below. docs/FUSE.md has the
+// measurements behind each choice.
+//
+// # No-open mode
+//
+// With Options.NoOpen the adapter answers OPEN and FLUSH with ENOSYS. The
+// kernel then remembers, for the whole mount, that opening a regular file
+// and closing it need no round trip (fc->no_open, fc->no_flush): it sends
+// no OPEN, FLUSH or RELEASE (it drops RELEASE even for files opened by
+// CREATE), READ and WRITE carry file handle 0, and the page cache is kept
+// across opens. A read of a cached file is then one READ instead of OPEN,
+// READ, RELEASE; an append one WRITE instead of four or five requests.
+// The first create and the first open of a mount still send FLUSH and
+// OPEN once, to be told ENOSYS.
+//
+// The volume keeps written data per inode but only while a Handle is
+// open, so the adapter keeps one open volume handle per inode written
+// through (inodefiles.go): CREATE's, or one opened read-write by the first
+// WRITE. A READ uses it when there is one, else a read-only handle opened
+// for that request, so reading makes the adapter keep nothing. The handle
+// is written back and closed at FORGET (the kernel forgets an inode only
+// once no file on it is open), at unmount, or, oldest first, once more
+// than NoOpenFiles (4096) inodes or NoOpenDirtyBytes (64 MiB) written
+// bytes are held: the adapter's dirty_background_bytes. The volume's
+// periodic commit, its per-inode DirtyThreshold and fsync write them back
+// meanwhile as for any open file. Memory: a few hundred bytes per held
+// inode besides its dirty data, so about 1 MiB at the limit.
+//
+// What changes for users: close(2) no longer reports write-back errors
+// (ENOSPC still comes from write(2), where space is reserved; an I/O error
+// of a later write-back reaches fsync, is logged, and the data stays
+// dirty for the next commit to retry). O_TRUNC on an existing file costs
+// a SETATTR, because ATOMIC_O_TRUNC is not negotiated: with it and no
+// OPEN the kernel would truncate only its own cache. DropCache cannot be
+// combined with it (no OPEN reply to carry the flag). O_APPEND needs
+// nothing from the daemon: the kernel picks the offset from its size
+// under the inode lock, as in the default mode. Zero-copy reads work the
+// same with file handle 0. Privilege clearing (killpriv.go) keys on the
+// request flags, not on a handle, so it is unchanged.
 //
 // # Directory listings
 //
@@ -110,9 +147,12 @@
 //
 // # Locking and concurrency
 //
-// go-fuse serves each request on its own goroutine. The adapter takes one
-// lock, the handle table's RWMutex, held only to index or change the table
-// and never across a volume call. Everything else is the volume's (see its
+// go-fuse serves each request on its own goroutine. The adapter takes two
+// locks, never together: the handle table's RWMutex and, in no-open mode,
+// the inode files' mutex, each held only to index or change its table and
+// never across a volume call. A no-open file in use by a request is closed
+// by the last of the table and its requests to let go (a count under the
+// mutex), so FORGET or a write-back never closes a handle under a READ. Everything else is the volume's (see its
 // doc.go). Nothing in this package touches the mountpoint from a serving
 // goroutine, which could deadlock (see go-fuse's fs/api.go).
 //
@@ -137,7 +177,9 @@
 // Per request the adapter adds a handful of field copies to the volume
 // call and no allocation (GETATTR and LOOKUP are asserted at zero
 // allocations, volume included); a READ or WRITE adds one shared lock of
-// the handle table. Memory: 8 bytes per open file plus go-fuse's request
+// the handle table, or in no-open mode two short exclusive ones of the
+// inode files' table (a READ of an inode not held also opens and closes
+// a volume handle: two exclusive metadata locks and a small allocation). Memory: 8 bytes per open file plus go-fuse's request
 // buffers, bounded by Options.MaxInflightRequestBytes (64 MiB by default,
 // about 60 requests of MaxWrite = 1 MiB).
 //

@@ -26,15 +26,18 @@ func (fs *fileSystem) openFlags(flags uint32) uint32 {
 	return f
 }
 
+// Create answers ENOSYS in no-open mode: the kernel then creates with
+// MKNOD and opens without a request, and sends no RELEASE at close. A
+// CREATE would bring a RELEASE per file until the kernel has learnt
+// no-open from its first OPEN of an existing file.
 func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	start := fs.begin(opCreate)
-	ctx := caller(&in.InHeader)
-	flags := in.Flags
 	if fs.opts.NoOpen {
-		// The handle serves every later open of the inode: reads too.
-		flags = flags&^syscall.O_ACCMODE | syscall.O_RDWR
+		fs.stats.end(opCreate, start, false)
+		return fuse.ENOSYS
 	}
-	a, h, err := fs.vol.Create(ctx, volume.Ino(in.NodeId), name, in.Mode, flags)
+	ctx := caller(&in.InHeader)
+	a, h, err := fs.vol.Create(ctx, volume.Ino(in.NodeId), name, in.Mode, in.Flags)
 	if err == nil && in.OpenFlags&fuse.OPEN_KILL_SUIDGID != 0 {
 		// An existing file opened with O_TRUNC.
 		if err = fs.killPriv(ctx, a.Ino); err != nil {
@@ -45,12 +48,8 @@ func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, 
 	}
 	if err == nil {
 		fs.setEntry(&out.EntryOut, &a)
+		out.Fh = fs.files.add(h)
 		out.OpenFlags = fs.openFlags(in.Flags)
-		if fs.opts.NoOpen {
-			fs.keepOpen(a.Ino, h) // file handle 0, as for every open
-		} else {
-			out.Fh = fs.files.add(h)
-		}
 	}
 	return fs.done(opCreate, start, in.NodeId, err)
 }

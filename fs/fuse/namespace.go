@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -18,9 +19,21 @@ func (fs *fileSystem) entryDone(op opcode, start time.Time, parent uint64, out *
 	return fs.done(op, start, parent, err)
 }
 
+// Mknod makes special files, and in no-open mode the regular files of
+// open(O_CREAT) too (CREATE answers ENOSYS there): a regular file is then
+// created open, so that its data is placed near its directory, and kept
+// as the inode's file (inodefiles.go).
 func (fs *fileSystem) Mknod(_ <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
 	start := fs.begin(opMknod)
-	a, err := fs.vol.Mknod(caller(&in.InHeader), volume.Ino(in.NodeId), name, in.Mode, in.Rdev)
+	ctx, parent := caller(&in.InHeader), volume.Ino(in.NodeId)
+	if fs.opts.NoOpen && in.Mode&syscall.S_IFMT == syscall.S_IFREG {
+		a, h, err := fs.vol.Create(ctx, parent, name, in.Mode&^syscall.S_IFMT, syscall.O_RDWR|syscall.O_EXCL)
+		if err == nil {
+			fs.keepOpen(a.Ino, h)
+		}
+		return fs.entryDone(opMknod, start, in.NodeId, out, a, err)
+	}
+	a, err := fs.vol.Mknod(ctx, parent, name, in.Mode, in.Rdev)
 	return fs.entryDone(opMknod, start, in.NodeId, out, a, err)
 }
 

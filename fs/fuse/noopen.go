@@ -55,7 +55,7 @@ func (fs *fileSystem) let(r fileRef, n int) {
 	}
 }
 
-// keepOpen lists h, just made by CREATE, as ino's file.
+// keepOpen lists h, the handle of a file just created, as ino's file.
 func (fs *fileSystem) keepOpen(ino volume.Ino, h *volume.Handle) {
 	f, spare := fs.inodes.add(ino, h)
 	if spare != nil {

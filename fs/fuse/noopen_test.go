@@ -10,16 +10,11 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// create makes file name in the root through CREATE and returns its entry
-// and file handle.
-func (fs *testFS) create(t testing.TB, name string, flags uint32) fuse.CreateOut {
+// create makes regular file name in the root, as the kernel does in
+// no-open mode (MKNOD), and returns its entry.
+func (fs *testFS) create(t testing.TB, name string) fuse.EntryOut {
 	t.Helper()
-	var out fuse.CreateOut
-	in := fuse.CreateIn{InHeader: header(1), Flags: flags, Mode: 0o644}
-	if st := fs.Create(nil, &in, name, &out); st != fuse.OK {
-		t.Fatalf("create %s: %v", name, st)
-	}
-	return out
+	return fs.mkfile(t, 1, name)
 }
 
 func (fs *testFS) write(t testing.TB, node, fh uint64, data []byte) {
@@ -51,15 +46,19 @@ func (fs *testFS) allocated(t testing.TB, node uint64) bool {
 	return out.Blocks > 0
 }
 
-// TestNoOpen: OPEN and FLUSH answer ENOSYS without counting as errors;
-// CREATE hands out file handle 0; reads and writes by inode share the
-// inode's file, which FORGET writes back and closes; a stray RELEASE of
-// handle 0 closes nothing.
+// TestNoOpen: CREATE, OPEN and FLUSH answer ENOSYS without counting as
+// errors; MKNOD of a regular file keeps it open as the inode's file, which
+// reads and writes by inode share and FORGET writes back and closes; a
+// stray RELEASE of handle 0 closes nothing.
 func TestNoOpen(t *testing.T) {
 	fs := newTestFS(t, func(o *Options) { o.NoOpen = true })
-	c := fs.create(t, "f", syscall.O_WRONLY)
-	if c.Fh != 0 {
-		t.Errorf("CREATE handed out file handle %d", c.Fh)
+	var co fuse.CreateOut
+	if st := fs.Create(nil, &fuse.CreateIn{InHeader: header(1), Flags: syscall.O_RDWR, Mode: 0o644}, "g", &co); st != fuse.ENOSYS {
+		t.Errorf("CREATE: %v, want ENOSYS", st)
+	}
+	c := fs.create(t, "f")
+	if listed, _, _ := fs.inodes.counts(); listed != 1 {
+		t.Errorf("MKNOD of a regular file left %d inode files, want 1", listed)
 	}
 	var o fuse.OpenOut
 	if st := fs.Open(nil, &fuse.OpenIn{InHeader: header(c.NodeId)}, &o); st != fuse.ENOSYS {
@@ -86,7 +85,8 @@ func TestNoOpen(t *testing.T) {
 	}
 	l, _ := fs.reg.Snapshot().Layer(Layer)
 	for name, want := range map[string]uint64{
-		"op-OPEN": 1, "op-FLUSH": 1, "op-RELEASE": 1, "err-OPEN": 0, "err-FLUSH": 0, "err-RELEASE": 0,
+		"op-CREATE": 1, "op-OPEN": 1, "op-FLUSH": 1, "op-RELEASE": 1,
+		"err-CREATE": 0, "err-OPEN": 0, "err-FLUSH": 0, "err-RELEASE": 0,
 	} {
 		if c, _ := l.Counter(name); c.Value != want {
 			t.Errorf("%s = %d, want %d", name, c.Value, want)
@@ -98,7 +98,7 @@ func TestNoOpen(t *testing.T) {
 // volume handle for the one request.
 func TestNoOpenReadsKeepNoState(t *testing.T) {
 	fs := newTestFS(t, func(o *Options) { o.NoOpen = true })
-	c := fs.create(t, "f", syscall.O_RDWR)
+	c := fs.create(t, "f")
 	fs.write(t, c.NodeId, 0, []byte("hello"))
 	fs.Forget(c.NodeId, 1) // written back and closed
 	if got := fs.read(t, c.NodeId, 100); got != "hello" {
@@ -124,7 +124,7 @@ func TestNoOpenLimits(t *testing.T) {
 			fs := newTestFS(t, func(o *Options) { o.NoOpen = true }, c.opts)
 			var nodes []uint64
 			for i := range 5 {
-				n := fs.create(t, fmt.Sprint("f", i), syscall.O_WRONLY).NodeId
+				n := fs.create(t, fmt.Sprint("f", i)).NodeId
 				fs.write(t, n, 0, make([]byte, 4096))
 				nodes = append(nodes, n)
 			}
