@@ -140,7 +140,8 @@ func NewCheckpointWriter(dev device.Device, opts CheckpointOptions) (*Checkpoint
 }
 
 // Add appends one record. A record Validate rejects gives an error wrapping
-// ErrInvalid and leaves the checkpoint as it was.
+// ErrInvalid and leaves the checkpoint as it was. AddInode, AddDirent and
+// AddExtents do the same for the common types without boxing them.
 func (w *CheckpointWriter) Add(r Record) error {
 	if w.err != nil {
 		return w.err
@@ -149,6 +150,47 @@ func (w *CheckpointWriter) Add(r Record) error {
 		return err
 	}
 	w.enc = AppendRecord(w.enc[:0], r)
+	return w.addEncoded()
+}
+
+// AddInode is Add for an inode record.
+func (w *CheckpointWriter) AddInode(r *InodeRec) error {
+	if w.err != nil {
+		return w.err
+	}
+	if why := checkIno(r.Ino); why != "" {
+		return invalid(RecInode, why)
+	}
+	w.enc = AppendInode(w.enc[:0], r)
+	return w.addEncoded()
+}
+
+// AddDirent is Add for a directory entry.
+func (w *CheckpointWriter) AddDirent(r *DirentRec) error {
+	if w.err != nil {
+		return w.err
+	}
+	if why := r.check(); why != "" {
+		return invalid(RecDirent, why)
+	}
+	w.enc = AppendDirent(w.enc[:0], r)
+	return w.addEncoded()
+}
+
+// AddExtents is Add for an extent map.
+func (w *CheckpointWriter) AddExtents(r *ExtentsRec) error {
+	if w.err != nil {
+		return w.err
+	}
+	if why := r.check(); why != "" {
+		return invalid(RecExtents, why)
+	}
+	w.enc = AppendExtents(w.enc[:0], r)
+	return w.addEncoded()
+}
+
+// addEncoded appends the record encoded in w.enc.
+func (w *CheckpointWriter) addEncoded() error {
 	if err := w.write(w.enc); err != nil {
 		w.err = err
 		return err

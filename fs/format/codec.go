@@ -19,29 +19,27 @@ import (
 
 // AppendRecord appends the encoding of r to dst. r must pass Validate (the
 // journal and the checkpoint writer check); a record of a type this package
-// does not define appends nothing.
+// does not define appends nothing. The common types have encoders taking
+// them by pointer (AppendInode, AppendDirent, AppendExtents), for callers
+// that would otherwise box a record per call.
 func AppendRecord(dst []byte, r Record) []byte {
+	switch r := r.(type) {
+	case *InodeRec:
+		return AppendInode(dst, r)
+	case *DirentRec:
+		return AppendDirent(dst, r)
+	case *ExtentsRec:
+		return AppendExtents(dst, r)
+	}
 	start := len(dst)
-	dst = append(dst, byte(r.Type()), 0, 0, 0, 0, 0) // body length patched below
-	body := len(dst)
+	dst = append(dst, byte(r.Type()), 0)
 	switch r := deref(r).(type) {
 	case InodeRec:
-		dst = binary.AppendUvarint(dst, r.Ino)
-		dst = binary.AppendUvarint(dst, r.Gen)
-		for _, v := range [...]uint32{r.Mode, r.Nlink, r.Uid, r.Gid, r.Rdev, r.Flags} {
-			dst = binary.AppendUvarint(dst, uint64(v))
-		}
-		dst = binary.AppendUvarint(dst, r.Size)
-		dst = binary.AppendVarint(dst, r.Atime)
-		dst = binary.AppendVarint(dst, r.Mtime-r.Atime)
-		dst = binary.AppendVarint(dst, r.Ctime-r.Mtime)
+		dst = appendInodeBody(dst, &r)
 	case InodeFreeRec:
 		dst = binary.AppendUvarint(dst, r.Ino)
 	case DirentRec:
-		dst = binary.AppendUvarint(dst, r.Parent)
-		dst = binary.AppendUvarint(dst, r.Ino)
-		dst = binary.AppendUvarint(dst, r.Cookie)
-		dst = appendString(dst, r.Name)
+		dst = appendDirentBody(dst, &r)
 	case DirentDelRec:
 		dst = binary.AppendUvarint(dst, r.Parent)
 		dst = appendString(dst, r.Name)
@@ -64,14 +62,68 @@ func AppendRecord(dst []byte, r Record) []byte {
 	default:
 		return dst[:start]
 	}
-	// Move the body left over the unused length bytes: cheaper than
-	// encoding twice, and the body is usually a few dozen bytes.
-	n := len(dst) - body
+	return endFrame(dst, start)
+}
+
+// AppendInode is AppendRecord for an inode record, without boxing it.
+func AppendInode(dst []byte, r *InodeRec) []byte {
+	start := len(dst)
+	dst = appendInodeBody(append(dst, byte(RecInode), 0), r)
+	return endFrame(dst, start)
+}
+
+// AppendDirent is AppendRecord for a directory entry, without boxing it.
+func AppendDirent(dst []byte, r *DirentRec) []byte {
+	start := len(dst)
+	dst = appendDirentBody(append(dst, byte(RecDirent), 0), r)
+	return endFrame(dst, start)
+}
+
+// AppendExtents is AppendRecord for an extent map, without boxing it.
+func AppendExtents(dst []byte, r *ExtentsRec) []byte {
+	start := len(dst)
+	dst = binary.AppendUvarint(append(dst, byte(RecExtents), 0), r.Ino)
+	dst = appendExtents(dst, r.Extents)
+	return endFrame(dst, start)
+}
+
+func appendInodeBody(dst []byte, r *InodeRec) []byte {
+	dst = binary.AppendUvarint(dst, r.Ino)
+	dst = binary.AppendUvarint(dst, r.Gen)
+	dst = binary.AppendUvarint(dst, uint64(r.Mode))
+	dst = binary.AppendUvarint(dst, uint64(r.Nlink))
+	dst = binary.AppendUvarint(dst, uint64(r.Uid))
+	dst = binary.AppendUvarint(dst, uint64(r.Gid))
+	dst = binary.AppendUvarint(dst, uint64(r.Rdev))
+	dst = binary.AppendUvarint(dst, uint64(r.Flags))
+	dst = binary.AppendUvarint(dst, r.Size)
+	dst = binary.AppendVarint(dst, r.Atime)
+	dst = binary.AppendVarint(dst, r.Mtime-r.Atime)
+	return binary.AppendVarint(dst, r.Ctime-r.Mtime)
+}
+
+func appendDirentBody(dst []byte, r *DirentRec) []byte {
+	dst = binary.AppendUvarint(dst, r.Parent)
+	dst = binary.AppendUvarint(dst, r.Ino)
+	dst = binary.AppendUvarint(dst, r.Cookie)
+	return appendString(dst, r.Name)
+}
+
+// endFrame writes the body length of the record starting at start, whose
+// frame was appended with one byte for it. Most bodies are under 128
+// bytes and need no more; a longer one is moved right to make room.
+func endFrame(dst []byte, start int) []byte {
+	n := len(dst) - start - 2
+	if n < 0x80 {
+		dst[start+1] = byte(n)
+		return dst
+	}
 	var lenBuf [binary.MaxVarintLen64]byte
 	l := binary.PutUvarint(lenBuf[:], uint64(n))
+	dst = append(dst, lenBuf[:l-1]...) // room
+	copy(dst[start+1+l:], dst[start+2:start+2+n])
 	copy(dst[start+1:], lenBuf[:l])
-	copy(dst[start+1+l:], dst[body:])
-	return dst[:start+1+l+n]
+	return dst
 }
 
 // appendExtents writes the count, then per extent: the gap from the end of
@@ -251,9 +303,13 @@ func Validate(r Record) error {
 		return fmt.Errorf("format: nil record: %w", ErrInvalid)
 	}
 	if why := check(deref(r)); why != "" {
-		return fmt.Errorf("format: %v record: %s: %w", r.Type(), why, ErrInvalid)
+		return invalid(r.Type(), why)
 	}
 	return nil
+}
+
+func invalid(t RecType, why string) error {
+	return fmt.Errorf("format: %v record: %s: %w", t, why, ErrInvalid)
 }
 
 func check(r Record) string {

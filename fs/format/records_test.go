@@ -109,6 +109,32 @@ func TestRecordByPointer(t *testing.T) {
 	if !bytes.Equal(AppendRecord(nil, &v), AppendRecord(nil, v)) || Validate(&v) != nil {
 		t.Fatal("pointer and value encode differently")
 	}
+	// The unboxed encoders give AppendRecord's bytes, short and long
+	// bodies alike (a long one moves to make room for its length).
+	for _, r := range sampleRecords() {
+		var got []byte
+		switch r := r.(type) {
+		case InodeRec:
+			got = AppendInode([]byte{9}, &r)
+		case DirentRec:
+			got = AppendDirent([]byte{9}, &r)
+		case ExtentsRec:
+			got = AppendExtents([]byte{9}, &r)
+		default:
+			continue
+		}
+		if want := AppendRecord([]byte{9}, r); !bytes.Equal(got, want) {
+			t.Fatalf("%v: unboxed encoder gives %x, want %x", r.Type(), got, want)
+		}
+	}
+	long := ExtentsRec{Ino: 3, Extents: make([]Extent, 100)}
+	for i := range long.Extents {
+		long.Extents[i] = Extent{Logical: uint64(2 * i), Physical: uint64(1000 * i), Len: 1}
+	}
+	b := AppendExtents(nil, &long)
+	if got, n, err := DecodeRecord(b); err != nil || n != len(b) || !reflect.DeepEqual(got, long) {
+		t.Fatalf("long extent map: %v, %d of %d bytes", err, n, len(b))
+	}
 }
 
 type alienRecord struct{}

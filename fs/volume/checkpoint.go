@@ -134,7 +134,7 @@ func (v *Volume) draft(dev device.Device) (draft, error) {
 	if err != nil {
 		return d, fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := v.records(w.Add); err != nil {
+	if err := v.records(w); err != nil {
 		w.Abort()
 		return d, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -227,14 +227,24 @@ func trimExtents(es []alloc.Extent, f alloc.Extent) []alloc.Extent {
 	return out
 }
 
-// records calls fn with the records that rebuild the committed metadata:
+// records writes to w the records that rebuild the committed metadata:
 // every inode with its data, symlink target and xattrs first, then every
 // directory's entries in cookie order, so an entry always follows both its
-// inodes (v.mu held).
-func (v *Volume) records(fn func(format.Record) error) error {
-	var err error
+// inodes (v.mu held). The inode, entry and extent records, one or two per
+// file, go through the writer's unboxed methods from one reused struct
+// each: no allocation per file, and this runs under the metadata lock.
+func (v *Volume) records(w *format.CheckpointWriter) error {
+	var (
+		err error
+		ir  format.InodeRec
+		er  format.ExtentsRec
+		dr  format.DirentRec
+	)
 	v.inodes.all(func(ino Ino, n *inode) bool {
-		err = v.inodeRecords(ino, n, fn)
+		n.recordInto(ino, &ir)
+		if err = w.AddInode(&ir); err == nil && n.x != nil {
+			err = v.inodeExtRecords(w, ino, n, &er)
+		}
 		return err == nil
 	})
 	if err != nil {
@@ -245,11 +255,13 @@ func (v *Volume) records(fn func(format.Record) error) error {
 		if d == nil {
 			return true
 		}
+		dr.Parent = uint64(ino)
 		for _, e := range d.ents {
 			if e.name == "" {
 				continue
 			}
-			if err = fn(format.DirentRec{Parent: uint64(ino), Ino: uint64(e.ino), Cookie: e.cookie, Name: e.name}); err != nil {
+			dr.Ino, dr.Cookie, dr.Name = uint64(e.ino), e.cookie, e.name
+			if err = w.AddDirent(&dr); err != nil {
 				return false
 			}
 		}
@@ -258,29 +270,25 @@ func (v *Volume) records(fn func(format.Record) error) error {
 	return err
 }
 
-// inodeRecords emits one inode's records.
-func (v *Volume) inodeRecords(ino Ino, n *inode, fn func(format.Record) error) error {
-	if err := fn(n.record(ino)); err != nil {
-		return err
-	}
+// inodeExtRecords writes what hangs off one inode's extension: its data
+// or symlink target, and its xattrs.
+func (v *Volume) inodeExtRecords(w *format.CheckpointWriter, ino Ino, n *inode, er *format.ExtentsRec) error {
 	x := n.x
-	if x == nil {
-		return nil
-	}
 	var err error
 	switch {
 	case n.isLink():
-		err = fn(format.SymlinkRec{Ino: uint64(ino), Target: x.target})
+		err = w.Add(format.SymlinkRec{Ino: uint64(ino), Target: x.target})
 	case x.inline != nil:
-		err = fn(format.InlineRec{Ino: uint64(ino), Data: x.inline})
+		err = w.Add(format.InlineRec{Ino: uint64(ino), Data: x.inline})
 	case x.extents != nil:
-		err = fn(format.ExtentsRec{Ino: uint64(ino), Extents: x.extents})
+		er.Ino, er.Extents = uint64(ino), x.extents
+		err = w.AddExtents(er)
 	}
 	for _, a := range x.xattrs {
 		if err != nil {
 			break
 		}
-		err = fn(format.XattrSetRec{Ino: uint64(ino), Name: a.name, Value: a.value})
+		err = w.Add(format.XattrSetRec{Ino: uint64(ino), Name: a.name, Value: a.value})
 	}
 	return err
 }

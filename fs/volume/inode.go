@@ -92,7 +92,14 @@ func (n *inode) dirOf() *dir {
 
 // record is n's persistent state as a log record.
 func (n *inode) record(ino Ino) format.InodeRec {
-	return format.InodeRec{
+	var r format.InodeRec
+	n.recordInto(ino, &r)
+	return r
+}
+
+// recordInto is record into a caller's struct (the checkpoint reuses one).
+func (n *inode) recordInto(ino Ino, r *format.InodeRec) {
+	*r = format.InodeRec{
 		Ino: uint64(ino), Gen: n.gen, Mode: n.mode, Nlink: n.nlink,
 		Uid: n.uid, Gid: n.gid, Rdev: n.rdev, Size: n.size,
 		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime,
