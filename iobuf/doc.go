@@ -19,8 +19,10 @@
 // Size classes are powers of two: 4, 8, 16, 32, 64, 128 KiB on one
 // sync.Pool each (it stores *Buf, so Put does not allocate; idle buffers go
 // back to the heap at garbage collection), and 256 KiB, 512 KiB, 1 MiB on
-// the slab pool, one mutex-guarded stack of idle buffers per class, kept
-// across collections. Requests below 4 KiB get a 4 KiB buffer; above 1 MiB,
+// the slab pool, which keeps its idle buffers across collections: per
+// class, four lock-free slots (a Put fills an empty one with a
+// compare-and-swap, a Get empties one with a swap, so a buffer changes
+// hands whole) and behind them a mutex-guarded stack. Requests below 4 KiB get a 4 KiB buffer; above 1 MiB,
 // a heap buffer rounded up to 4 KiB that Put drops. Every buffer's first
 // byte is aligned to Align (4096) for O_DIRECT: the Go heap gives that for
 // these sizes today, and alignedMake checks and over-allocates if not.
@@ -35,9 +37,10 @@
 //
 // # Locking
 //
-// Pool is safe for concurrent use. sync.Pool classes take no lock; each slab
-// class has its own mutex, held for a push or pop only; reclaim takes one
-// class lock at a time, never two.
+// Pool is safe for concurrent use. sync.Pool classes take no lock, nor do
+// the slab slots; each slab class's stack has its own mutex, taken only
+// when the slots are full (Put) or empty (Get) and held for a push or pop;
+// reclaim takes one class lock at a time, never two.
 //
 // # Errors and misuse
 //
@@ -64,6 +67,12 @@
 // # Costs
 //
 // Steady-state Get+Put allocates nothing (asserted with AllocsPerRun, except
-// for sync.Pool classes under -race, which drops puts on purpose). Measured
-// figures, commands and dates are in docs/PERFORMANCE.md, section iobuf.
+// for sync.Pool classes under -race, which drops puts on purpose). Its cost
+// is mostly the two accounting adds (one atomic add each, about 9 ns on the
+// shared VM) around sync.Pool's per-processor slot, or for slab classes two
+// more atomic operations on a slot. CPU time per Get+Put on 2026-11-30
+// (BenchmarkGetPut, load 7–11, medians of 10): 4 KiB 37.6 ns, 64 KiB 35.9,
+// 128 KiB 35.4, 256 KiB 52.6, 1 MiB 50.6; the same in parallel. Wall-clock
+// figures, the churn benchmark and the commands are in docs/PERFORMANCE.md,
+// section "accounting and iobuf".
 package iobuf
