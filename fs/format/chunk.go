@@ -107,8 +107,15 @@ func AppendTxn(dst []byte, recs []Record) []byte {
 // DecodeTxns decodes the n transactions of a chunk payload, calling fn for
 // each in order with its index. It decodes a transaction whole before
 // handing it over, and fails (wrapping ErrCorrupt) if the payload holds
-// more or fewer than n or has bytes left over.
+// more or fewer than n or has bytes left over. fn may keep what it gets;
+// TxnScanner is the allocation-free form for replay.
 func DecodeTxns(payload []byte, n uint32, fn func(i int, recs []Record) error) error {
+	return decodeTxns(payload, n, func(count int) []Record { return make([]Record, count) }, DecodeRecord, fn)
+}
+
+// decodeTxns is DecodeTxns with the record slice (per transaction) and the
+// record decoder supplied.
+func decodeTxns(payload []byte, n uint32, slice func(int) []Record, decode func([]byte) (Record, int, error), fn func(int, []Record) error) error {
 	for i := range int(n) {
 		d := decoder{b: payload}
 		count := d.uvarint("transaction record count")
@@ -119,9 +126,9 @@ func DecodeTxns(payload []byte, n uint32, fn func(i int, recs []Record) error) e
 			return fmt.Errorf("format: transaction %d: %w", i, d.err)
 		}
 		payload = d.b
-		recs := make([]Record, count)
+		recs := slice(int(count))
 		for j := range recs {
-			r, used, err := DecodeRecord(payload)
+			r, used, err := decode(payload)
 			if err != nil {
 				return fmt.Errorf("format: transaction %d record %d: %w", i, j, err)
 			}

@@ -50,6 +50,95 @@ func (s *scanner) decode(b []byte) (Record, error) {
 	return r, err
 }
 
+// TxnScanner is DecodeTxns for replay, where decoding is the cost: the
+// records replay sees most (inodes, entries set and removed, extent maps,
+// inode frees) reach fn as pointers (*InodeRec, *DirentRec, *DirentDelRec,
+// *ExtentsRec, *InodeFreeRec) into structures reused for the next
+// transaction, the record slice is reused too, and entry names are
+// interned in shared blocks, so a transaction costs no allocation but its
+// extent maps. The rarer types come by value. fn must not keep the slice
+// or the pointers; it may keep a DirentRec's name and an extent map, but
+// not a DirentDelRec's name, which points into the payload. Errors are
+// DecodeTxns's. The zero value is ready; it is not safe for concurrent
+// use.
+type TxnScanner struct {
+	inodes  []InodeRec
+	dirents []DirentRec
+	dels    []DirentDelRec
+	extents []ExtentsRec
+	frees   []InodeFreeRec
+	recs    []Record
+	names   arena
+}
+
+// Scan decodes the n transactions of payload, as DecodeTxns.
+func (s *TxnScanner) Scan(payload []byte, n uint32, fn func(i int, recs []Record) error) error {
+	return decodeTxns(payload, n, s.reset, s.decode, fn)
+}
+
+// reset starts a transaction of count records: earlier pointers are
+// reused from here on.
+func (s *TxnScanner) reset(count int) []Record {
+	s.inodes, s.dirents, s.dels = s.inodes[:0], s.dirents[:0], s.dels[:0]
+	s.extents, s.frees = s.extents[:0], s.frees[:0]
+	if cap(s.recs) < count {
+		s.recs = make([]Record, count)
+	}
+	s.recs = s.recs[:count]
+	return s.recs
+}
+
+// grow appends a zero T to *xs and returns a pointer to it. Growing moves
+// later records to a new array; those already handed out keep the old one.
+func grow[T any](xs *[]T) *T {
+	var zero T
+	*xs = append(*xs, zero)
+	return &(*xs)[len(*xs)-1]
+}
+
+func (s *TxnScanner) decode(b []byte) (Record, int, error) {
+	typ, d, total, err := frame(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	var r Record
+	var why func() string
+	switch typ {
+	case RecInode:
+		x := grow(&s.inodes)
+		decodeInode(&d, x)
+		r, why = x, func() string { return checkIno(x.Ino) }
+	case RecDirent:
+		x := grow(&s.dirents)
+		x.Parent, x.Ino, x.Cookie = d.uvarint("parent"), d.uvarint("ino"), d.uvarint("cookie")
+		x.Name = s.names.str(d.span("name", MaxNameLen))
+		r, why = x, x.check
+	case RecDirentDel:
+		x := grow(&s.dels)
+		x.Parent = d.uvarint("parent")
+		if name := d.span("name", MaxNameLen); len(name) > 0 {
+			x.Name = unsafe.String(&name[0], len(name))
+		} else {
+			x.Name = ""
+		}
+		r, why = x, func() string { return first(checkIno(x.Parent), checkName(x.Name)) }
+	case RecExtents:
+		x := grow(&s.extents)
+		x.Ino, x.Extents = d.uvarint("ino"), decodeExtents(&d)
+		r, why = x, x.check
+	case RecInodeFree:
+		x := grow(&s.frees)
+		x.Ino = d.uvarint("ino")
+		r, why = x, func() string { return checkIno(x.Ino) }
+	default:
+		return DecodeRecord(b)
+	}
+	if err := d.finish(typ, why); err != nil {
+		return nil, 0, err
+	}
+	return r, total, nil
+}
+
 // arenaBlock is the size of the blocks names are interned in: large
 // enough that allocations are rare, small enough that a block pinned by a
 // few surviving names wastes little.

@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"syscall"
@@ -253,5 +255,44 @@ func TestOnDurable(t *testing.T) {
 	}
 	if !slices.Equal(got, []uint64{2, 4, 6}) {
 		t.Fatalf("OnDurable saw %v", got)
+	}
+}
+
+// TestReplayScan: ReplayScan replays what Replay does, the common records
+// by pointer.
+func TestReplayScan(t *testing.T) {
+	dev := device.NewMem(1 << 20)
+	opts := testOpts(512)
+	j := mustOpen(t, dev, opts)
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := uint64(1); i <= 200; i++ {
+		mustAppend(t, j, testTxn(i, rng, 4))
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	collect := func(out *[][]byte) func(uint64, []format.Record) error {
+		return func(_ uint64, txn []format.Record) error {
+			*out = append(*out, format.AppendTxn(nil, txn)) // the bytes, not the records
+			return nil
+		}
+	}
+	h1, n1, err := Replay(dev, opts, collect(&want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	h2, n2, err := ReplayScan(dev, opts, func(seq uint64, txn []format.Record) error {
+		if _, ok := txn[0].(*format.InodeRec); !ok {
+			return fmt.Errorf("transaction %d: %T, want *format.InodeRec", seq, txn[0])
+		}
+		return collect(&got)(seq, txn)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h1 != h2 || n1 != n2 || len(got) != 200 || !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("ReplayScan: %d transactions, head %+v next %d; Replay: %d, %+v, %d", len(got), h2, n2, len(want), h1, n1)
 	}
 }

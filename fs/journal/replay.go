@@ -19,6 +19,22 @@ import (
 // corruption, not the end of the log: Replay returns an error wrapping
 // format.ErrCorrupt. An error from fn stops replay and is returned as is.
 func Replay(dev device.Device, opts Options, fn func(seq uint64, txn []format.Record) error) (head Position, nextSeq uint64, err error) {
+	return replay(dev, opts, format.DecodeTxns, fn)
+}
+
+// ReplayScan is Replay for mount, where decoding is the cost: the
+// transactions are decoded by a format.TxnScanner, so the common records
+// reach fn by pointer into reused structures, without an allocation per
+// record. fn must not keep txn or its pointers (see format.TxnScanner for
+// what it may keep).
+func ReplayScan(dev device.Device, opts Options, fn func(seq uint64, txn []format.Record) error) (head Position, nextSeq uint64, err error) {
+	var s format.TxnScanner
+	return replay(dev, opts, s.Scan, fn)
+}
+
+// replay is Replay with the decoder of a chunk's transactions supplied.
+func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(int, []format.Record) error) error,
+	fn func(seq uint64, txn []format.Record) error) (head Position, nextSeq uint64, err error) {
 	if err := opts.fill(); err != nil {
 		return Position{}, 0, err
 	}
@@ -40,7 +56,7 @@ func Replay(dev device.Device, opts Options, fn func(seq uint64, txn []format.Re
 			continue
 		}
 		var fnErr error
-		err = format.DecodeTxns(payload, h.Txns, func(i int, recs []format.Record) error {
+		err = decode(payload, h.Txns, func(i int, recs []format.Record) error {
 			fnErr = fn(seq+uint64(i), recs)
 			return fnErr
 		})

@@ -18,7 +18,8 @@ import (
 // Freeing data blocks is the caller's business: apply touches metadata only.
 func (v *Volume) apply(r format.Record) error {
 	switch r := r.(type) {
-	// format.ScanCheckpoint hands the common records over by pointer.
+	// format.ScanCheckpoint and TxnScanner hand the common records over
+	// by pointer.
 	case *format.InodeRec:
 		return v.applyInode(r)
 	case *format.DirentRec:
@@ -31,21 +32,14 @@ func (v *Volume) apply(r format.Record) error {
 		return v.applyInode(&r)
 	case format.InodeFreeRec:
 		return v.applyInodeFree(Ino(r.Ino))
+	case *format.InodeFreeRec: // format.TxnScanner (replay)
+		return v.applyInodeFree(Ino(r.Ino))
 	case format.DirentRec:
 		return v.applyDirent(&r)
 	case format.DirentDelRec:
-		d, err := v.dirRec(r.Parent)
-		if err != nil {
-			return err
-		}
-		if ref, ok := d.lookup(r.Name); ok {
-			v.acct.dirents.Free(direntBytes + int64(len(r.Name)))
-			if c := v.inodes.get(ref.ino); c != nil && c.isDir() && c.dirOf().parent == Ino(r.Parent) {
-				c.dirOf().parent = 0
-			}
-			d.remove(r.Name)
-		}
-		return nil
+		return v.applyDirentDel(&r)
+	case *format.DirentDelRec: // format.TxnScanner (replay)
+		return v.applyDirentDel(r)
 	case format.InlineRec:
 		n, err := v.inodeRec(r.Ino, syscall.S_IFREG)
 		if err != nil {
@@ -127,6 +121,23 @@ func (v *Volume) applyInode(r *format.InodeRec) error {
 		}
 	}
 	v.nextGen = max(v.nextGen, r.Gen+1)
+	return nil
+}
+
+// applyDirentDel removes an entry; it does not keep r.Name (a replayed
+// record's points into the log buffer).
+func (v *Volume) applyDirentDel(r *format.DirentDelRec) error {
+	d, err := v.dirRec(r.Parent)
+	if err != nil {
+		return err
+	}
+	if ref, ok := d.lookup(r.Name); ok {
+		v.acct.dirents.Free(direntBytes + int64(len(r.Name)))
+		if c := v.inodes.get(ref.ino); c != nil && c.isDir() && c.dirOf().parent == Ino(r.Parent) {
+			c.dirOf().parent = 0
+		}
+		d.remove(r.Name)
+	}
 	return nil
 }
 

@@ -112,7 +112,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 	}
 	pr := v.progress(PhaseReplay, 0)
 	defer pr.end()
-	head, next, err := journal.Replay(v.dev, journal.Options{
+	head, next, err := journal.ReplayScan(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: sb.LogSeq,
 	}, func(seq uint64, txn []format.Record) error {
 		pr.step()
