@@ -21,6 +21,11 @@ type CheckpointOptions struct {
 	// NextSeq is the first log sequence number the checkpoint does not
 	// cover: replay after loading it starts there.
 	NextSeq uint64
+	// NextGen is the generation the volume gives its next new inode: every
+	// generation below it was issued before the checkpoint (those issued
+	// after are in the log it replays). Stored so that an (inode,
+	// generation) pair never comes back after a remount. Optional.
+	NextGen uint64
 	// Alloc returns n blocks at start, 1 <= n <= blocks, or an error.
 	Alloc func(blocks uint64) (start, n uint64, err error)
 	// Free takes back blocks the writer allocated and did not use (the
@@ -37,6 +42,7 @@ type CheckpointOptions struct {
 type CheckpointInfo struct {
 	Block      uint64 // the header's block: Superblock.Checkpoint
 	NextSeq    uint64
+	NextGen    uint64 // CheckpointOptions.NextGen; 0 from images written before it
 	Records    uint64
 	PayloadLen uint64
 	Extents    []BlockRange // every block the checkpoint occupies, in stream order
@@ -52,6 +58,7 @@ type CheckpointHead struct {
 	Len        uint64 // blocks in this extent
 	Next       uint64 // first block of the next extent; 0: last
 	NextSeq    uint64 // first extent only, as are the fields below
+	NextGen    uint64
 	Records    uint64
 	PayloadLen uint64
 	PayloadCRC uint32
@@ -79,7 +86,8 @@ func (h *CheckpointHead) encode(b []byte) {
 		le.PutUint64(b[40:], h.ID)
 		le.PutUint64(b[48:], h.Len)
 		le.PutUint64(b[56:], h.Next)
-		clear(b[64:76])
+		le.PutUint64(b[64:], h.NextGen)
+		clear(b[72:76])
 		le.PutUint32(b[76:], Checksum(b[:76]))
 		return
 	}
@@ -287,7 +295,7 @@ func (w *CheckpointWriter) grow() error {
 func (w *CheckpointWriter) writeHead(i int, hb []byte, next uint64) error {
 	h := CheckpointHead{Index: uint32(i), ID: w.id, Len: w.extents[i].Len, Next: next}
 	if i == 0 {
-		h.NextSeq, h.Records, h.PayloadLen, h.PayloadCRC = w.opts.NextSeq, w.records, w.payload, w.crc
+		h.NextSeq, h.NextGen, h.Records, h.PayloadLen, h.PayloadCRC = w.opts.NextSeq, w.opts.NextGen, w.records, w.payload, w.crc
 		h.Extents = uint32(len(w.extents))
 	}
 	h.encode(hb)
@@ -338,6 +346,7 @@ func (w *CheckpointWriter) Finish() (CheckpointInfo, error) {
 	return CheckpointInfo{
 		Block:      w.extents[0].Start,
 		NextSeq:    w.opts.NextSeq,
+		NextGen:    w.opts.NextGen,
 		Records:    w.records,
 		PayloadLen: w.payload,
 		Extents:    w.extents,

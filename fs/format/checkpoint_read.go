@@ -45,7 +45,7 @@ func readCheckpoint(dev device.Device, loc CheckpointLoc, fn func(Record) error,
 	if err != nil {
 		return CheckpointInfo{}, err
 	}
-	info := CheckpointInfo{Block: loc.Block, NextSeq: first.NextSeq, Records: first.Records, PayloadLen: first.PayloadLen}
+	info := CheckpointInfo{Block: loc.Block, NextSeq: first.NextSeq, NextGen: first.NextGen, Records: first.Records, PayloadLen: first.PayloadLen}
 	r.left = first.PayloadLen
 	h, start := first, loc.Block
 	for {
@@ -173,7 +173,7 @@ func DecodeCheckpointHead(b []byte, index uint32) (CheckpointHead, error) {
 			return CheckpointHead{}, fmt.Errorf("format: checkpoint version 0: %w", ErrCorrupt)
 		}
 		h := CheckpointHead{
-			NextSeq: le.Uint64(b[8:]), Records: le.Uint64(b[16:]), PayloadLen: le.Uint64(b[24:]),
+			NextSeq: le.Uint64(b[8:]), NextGen: le.Uint64(b[64:]), Records: le.Uint64(b[16:]), PayloadLen: le.Uint64(b[24:]),
 			PayloadCRC: le.Uint32(b[32:]), Extents: le.Uint32(b[36:]),
 			ID: le.Uint64(b[40:]), Len: le.Uint64(b[48:]), Next: le.Uint64(b[56:]),
 		}

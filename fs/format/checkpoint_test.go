@@ -91,12 +91,12 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := device.NewMem(64 << 20)
 			a := newBumpAlloc(100, tc.maxRun)
-			info := writeCheckpoint(t, dev, a, recs, CheckpointOptions{BlockSize: tc.bs, NextSeq: 99, BufferSize: tc.buf})
+			info := writeCheckpoint(t, dev, a, recs, CheckpointOptions{BlockSize: tc.bs, NextSeq: 99, NextGen: 1 << 40, BufferSize: tc.buf})
 			got, ri, err := readAll(dev, info, tc.bs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got) != len(recs) || ri.Records != uint64(len(recs)) || ri.NextSeq != 99 || ri.PayloadLen != info.PayloadLen {
+			if len(got) != len(recs) || ri.Records != uint64(len(recs)) || ri.NextSeq != 99 || ri.NextGen != 1<<40 || info.NextGen != 1<<40 || ri.PayloadLen != info.PayloadLen {
 				t.Fatalf("read %d records (%+v), wrote %d", len(got), ri, len(recs))
 			}
 			for i := range recs {

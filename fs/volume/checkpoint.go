@@ -116,6 +116,7 @@ func (v *Volume) draft(dev device.Device) (draft, error) {
 	w, err := format.NewCheckpointWriter(dev, format.CheckpointOptions{
 		BlockSize: uint32(v.blockSize),
 		NextSeq:   d.seq,
+		NextGen:   v.nextGen,
 		Alloc: func(n uint64) (uint64, uint64, error) {
 			var none uint64
 			e, err := v.space.alloc(v.dataStart, n, &none)

@@ -73,11 +73,11 @@
 // after a crash, Open frees it. Tmpfile (O_TMPFILE) makes such an inode
 // from the start, open and placed in its directory's region; Link may name
 // it (and only it, among inodes without links) unless it was opened with
-// O_EXCL, as linkat(2); the in-memory inodeLinkable flag says which. Inode numbers are reused with a new
-// generation from a volume-wide counter that Open restarts above the
-// highest generation it loads; a freed inode's generation is not stored, so
-// across a remount an (ino, gen) pair could in principle come back — the
-// kernel's references do not survive a remount, NFS export is unsupported.
+// O_EXCL, as linkat(2); the in-memory inodeLinkable flag says which.
+// Inode numbers are reused with a new generation from a volume-wide
+// counter; each checkpoint stores it, and Open restarts it above that and
+// above every generation it loads or replays, so an (ino, gen) pair never
+// comes back, remounts included (what an NFS export needs).
 //
 // # Data path
 //

@@ -100,6 +100,9 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 	if v.inodes.get(RootIno) == nil {
 		return journal.Position{}, 0, fmt.Errorf("checkpoint has no root directory: %w", ErrCorrupt)
 	}
+	// Generations issued and freed before the checkpoint are below its
+	// NextGen; those after it are in the log replayed below.
+	v.nextGen = max(v.nextGen, info.NextGen)
 	ck := ckptRef{block: info.Block}
 	for _, r := range info.Extents {
 		ck.extents = append(ck.extents, alloc.Extent{Off: r.Start, Len: r.Len})
