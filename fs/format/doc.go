@@ -16,11 +16,12 @@
 //
 //	mkfs:       InitSuperblocks(dev, &sb)
 //	mount:      ReadSuperblock(dev); ScanCheckpoint(dev, sb.CheckpointLoc(), apply)
-//	            (ReadCheckpoint when records are kept); then journal.Replay
-//	            from sb.LogHead/LogPrev/LogSeq
+//	            (ReadCheckpoint when records are kept); then journal.ReplayScan
+//	            from sb.LogHead/LogPrev/LogSeq (TxnScanner: no boxing)
 //	log:        AppendTxn / SealChunk / CheckChunk / DecodeTxns (package journal)
-//	checkpoint: NewCheckpointWriter, Add per record, Finish; then
-//	            WriteSuperblock with Checkpoint = info.Block (it flushes first)
+//	checkpoint: NewCheckpointWriter, Add per record (AddInode, AddDirent,
+//	            AddExtents without boxing), Finish; then WriteSuperblock
+//	            with Checkpoint = info.Block (it flushes first)
 //
 // # Errors
 //

@@ -17,6 +17,7 @@
 //	Mark      seal; the position and sequence a checkpoint covers up to
 //	Release   after the superblock naming Mark's position is durable
 //	Replay    read from the superblock's position until the chain breaks
+//	ReplayScan  Replay for mount: records by pointer, no allocation each
 //
 // The volume appends while holding its metadata lock, in the order it
 // applied the changes, so sequence order is apply order.
