@@ -163,11 +163,8 @@ func (w *CheckpointWriter) Add(r Record) error {
 
 // AddInode is Add for an inode record.
 func (w *CheckpointWriter) AddInode(r *InodeRec) error {
-	if w.err != nil {
-		return w.err
-	}
-	if why := checkIno(r.Ino); why != "" {
-		return invalid(RecInode, why)
+	if err := w.ready(RecInode, checkIno(r.Ino)); err != nil {
+		return err
 	}
 	w.enc = AppendInode(w.enc[:0], r)
 	return w.addEncoded()
@@ -175,11 +172,8 @@ func (w *CheckpointWriter) AddInode(r *InodeRec) error {
 
 // AddDirent is Add for a directory entry.
 func (w *CheckpointWriter) AddDirent(r *DirentRec) error {
-	if w.err != nil {
-		return w.err
-	}
-	if why := r.check(); why != "" {
-		return invalid(RecDirent, why)
+	if err := w.ready(RecDirent, r.check()); err != nil {
+		return err
 	}
 	w.enc = AppendDirent(w.enc[:0], r)
 	return w.addEncoded()
@@ -187,14 +181,23 @@ func (w *CheckpointWriter) AddDirent(r *DirentRec) error {
 
 // AddExtents is Add for an extent map.
 func (w *CheckpointWriter) AddExtents(r *ExtentsRec) error {
-	if w.err != nil {
-		return w.err
-	}
-	if why := r.check(); why != "" {
-		return invalid(RecExtents, why)
+	if err := w.ready(RecExtents, r.check()); err != nil {
+		return err
 	}
 	w.enc = AppendExtents(w.enc[:0], r)
 	return w.addEncoded()
+}
+
+// ready says why a record of type t cannot be added: an earlier error, or
+// why, what the record's check found wrong.
+func (w *CheckpointWriter) ready(t RecType, why string) error {
+	if w.err != nil {
+		return w.err
+	}
+	if why != "" {
+		return invalid(t, why)
+	}
+	return nil
 }
 
 // addEncoded appends the record encoded in w.enc.

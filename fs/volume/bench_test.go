@@ -306,12 +306,7 @@ func BenchmarkInline(b *testing.B) {
 // and a full log still do), against checkpointConcurrent. It reports the
 // longest chmod, the checkpoint's duration and the chmods done meanwhile.
 func BenchmarkCheckpointStall(b *testing.B) {
-	n := *benchFiles
-	v, _, _ := benchVolume(b, int64(n)*bytesPerInode*4+256<<20, Options{CommitInterval: -1})
-	for i := range n {
-		must[Attr](b)(v.Mknod(root, RootIno, "f"+strconv.Itoa(i), 0o644, 0))
-	}
-	ok(b, v.Sync())
+	v := emptyFiles(b, *benchFiles)
 	target := must[Attr](b)(v.Lookup(root, RootIno, "f0")).Ino
 	for _, mode := range []struct {
 		name string
@@ -386,12 +381,7 @@ func BenchmarkDirtyExpire(b *testing.B) {
 // holds the metadata lock: encoding -bench.files empty files (an inode
 // and an entry each) into memory. It reports ns and allocations per file.
 func BenchmarkCheckpointEncode(b *testing.B) {
-	n := *benchFiles
-	v, _, _ := benchVolume(b, int64(n)*bytesPerInode*4+256<<20, Options{CommitInterval: -1})
-	for i := range n {
-		must[Attr](b)(v.Mknod(root, RootIno, "f"+strconv.Itoa(i), 0o644, 0))
-	}
-	ok(b, v.Sync())
+	v := emptyFiles(b, *benchFiles)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -403,5 +393,16 @@ func BenchmarkCheckpointEncode(b *testing.B) {
 		ok(b, err)
 		v.releaseAll(d.extents)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/file")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(*benchFiles), "ns/file")
+}
+
+// emptyFiles returns a volume of n empty files f0, f1, ... in the root,
+// committed.
+func emptyFiles(b *testing.B, n int) *Volume {
+	v, _, _ := benchVolume(b, int64(n)*bytesPerInode*4+256<<20, Options{CommitInterval: -1})
+	for i := range n {
+		must[Attr](b)(v.Mknod(root, RootIno, "f"+strconv.Itoa(i), 0o644, 0))
+	}
+	ok(b, v.Sync())
+	return v
 }
