@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"syscall"
 	"time"
 
@@ -141,36 +142,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ReadDirPlus > ReadDirPlusNever {
 		errs = append(errs, fmt.Errorf("ReadDirPlus %d is not a policy: %w", o.ReadDirPlus, ErrInvalidOption))
 	}
-	switch {
-	case o.MaxWrite == 0:
-		o.MaxWrite = 1 << 20
-	case o.MaxWrite < 4096 || o.MaxWrite > 1<<20:
-		errs = append(errs, fmt.Errorf("MaxWrite %d is outside [4096, 1 MiB]: %w", o.MaxWrite, ErrInvalidOption))
-	}
-	switch {
-	case o.MaxBackground == 0:
-		o.MaxBackground = 64
-	case o.MaxBackground < 1 || o.MaxBackground > 1<<16-1:
-		errs = append(errs, fmt.Errorf("MaxBackground %d is outside [1, 65535]: %w", o.MaxBackground, ErrInvalidOption))
-	}
-	switch {
-	case o.MaxInflightRequestBytes == 0:
-		o.MaxInflightRequestBytes = 64 << 20
-	case o.MaxInflightRequestBytes < 0:
-		errs = append(errs, fmt.Errorf("MaxInflightRequestBytes %d is negative: %w", o.MaxInflightRequestBytes, ErrInvalidOption))
-	}
-	switch {
-	case o.NoOpenFiles == 0:
-		o.NoOpenFiles = 4096
-	case o.NoOpenFiles < 1:
-		errs = append(errs, fmt.Errorf("NoOpenFiles %d is not positive: %w", o.NoOpenFiles, ErrInvalidOption))
-	}
-	switch {
-	case o.NoOpenDirtyBytes == 0:
-		o.NoOpenDirtyBytes = 64 << 20
-	case o.NoOpenDirtyBytes < 1:
-		errs = append(errs, fmt.Errorf("NoOpenDirtyBytes %d is not positive: %w", o.NoOpenDirtyBytes, ErrInvalidOption))
-	}
+	bound(&errs, "MaxWrite", &o.MaxWrite, 1<<20, 4096, 1<<20)
+	bound(&errs, "MaxBackground", &o.MaxBackground, 64, 1, 1<<16-1)
+	bound(&errs, "MaxInflightRequestBytes", &o.MaxInflightRequestBytes, 64<<20, 1, math.MaxInt)
+	bound(&errs, "NoOpenFiles", &o.NoOpenFiles, 4096, 1, math.MaxInt)
+	bound(&errs, "NoOpenDirtyBytes", &o.NoOpenDirtyBytes, 64<<20, 1, math.MaxInt64)
 	if o.NoOpen && o.DropCache {
 		// Without OPEN there is no reply to carry "drop the cache".
 		errs = append(errs, fmt.Errorf("DropCache needs OPEN, which NoOpen removes: %w", ErrInvalidOption))
@@ -193,6 +169,19 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = l
 	}
 	return o, errors.Join(errs...)
+}
+
+// bound sets *v to def when it is 0, and otherwise adds an error naming
+// the field to errs unless it lies in [lo, hi].
+func bound[T int | int64](errs *[]error, name string, v *T, def, lo, hi T) {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < lo:
+		*errs = append(*errs, fmt.Errorf("%s %d is below %d: %w", name, *v, lo, ErrInvalidOption))
+	case *v > hi:
+		*errs = append(*errs, fmt.Errorf("%s %d is above %d: %w", name, *v, hi, ErrInvalidOption))
+	}
 }
 
 // timeoutDefault maps 0 to the default and negative to "no caching".
