@@ -33,7 +33,11 @@
 //     aborted connection with a file open, Server.Abort, kill -9 of a
 //     daemon process.
 //   - roundtrip_test.go: the exact FUSE requests of each step of a file's
-//     life on a warm mount, and the label queries of ls -l.
+//     life on a warm mount, in the default and in no-open mode, and the
+//     label queries of ls -l.
+//   - noopen_test.go: no-open mode's write-back paths (past its limits,
+//     fsync by inode, O_TRUNC, an unlinked open file); posixtest, O_APPEND
+//     writers and remount run in both modes.
 //   - mountflags_test.go: generic mount flags in force at mount time.
 //   - concurrency_test.go: writers, readers and renamers at once.
 //   - bench_test.go: memory per file, ls and ls -l with each READDIRPLUS
