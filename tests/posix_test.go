@@ -15,11 +15,6 @@ var posixSkips = map[string]string{
 	// smallfs leaves to the kernel, belong to the process, and a process
 	// never conflicts with itself.
 	"FcntlFlockLocksFile": "expects OFD semantics from POSIX fcntl locks (a process conflicting with itself)",
-	// O_TMPFILE makes an inode with no name; the volume has no call that
-	// creates one yet (wanted: Volume.Tmpfile, an open regular file with
-	// nlink 0 that Link may later name). The adapter answers TMPFILE with
-	// EOPNOTSUPP, which the test itself takes as "not supported".
-	"Tmpfile": "O_TMPFILE needs an unnamed create in the volume (not there yet)",
 }
 
 // TestPosix runs go-fuse's conformance suite, each test on a fresh mount,

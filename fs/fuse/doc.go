@@ -8,7 +8,7 @@
 // and the generation is the inode's Gen; a (Ino, Gen) pair is never reused.
 // The kernel's lookup count for an inode is a field of the volume's inode
 // record (volume Options.TrackLookups): every reply that hands the kernel
-// an inode (LOOKUP, CREATE, MKNOD, MKDIR, SYMLINK, LINK, and each
+// an inode (LOOKUP, CREATE, TMPFILE, MKNOD, MKDIR, SYMLINK, LINK, and each
 // READDIRPLUS entry) is counted by the volume, and FORGET and BATCH_FORGET
 // call volume.Forget. There is no second node tree: go-fuse's fs package
 // keeps one at about 825 B per cached inode (hanwen/go-fuse#603); here a

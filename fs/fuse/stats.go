@@ -44,6 +44,7 @@ const (
 	opListXAttr
 	opSetXAttr
 	opRemoveXAttr
+	opTmpfile
 	numOps
 )
 
@@ -52,7 +53,7 @@ var opNames = [numOps]string{
 	"RMDIR", "RENAME", "LINK", "SYMLINK", "READLINK", "ACCESS", "CREATE",
 	"OPEN", "READ", "WRITE", "FLUSH", "RELEASE", "FSYNC", "FALLOCATE",
 	"LSEEK", "OPENDIR", "READDIR", "READDIRPLUS", "RELEASEDIR", "FSYNCDIR",
-	"STATFS", "GETXATTR", "LISTXATTR", "SETXATTR", "REMOVEXATTR",
+	"STATFS", "GETXATTR", "LISTXATTR", "SETXATTR", "REMOVEXATTR", "TMPFILE",
 }
 
 func (op opcode) String() string { return opNames[op] }
