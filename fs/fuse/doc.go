@@ -84,8 +84,9 @@
 // attribute timeout or the next change to the file.
 //
 // O_TRUNC travels with OPEN (ATOMIC_O_TRUNC) instead of costing a SETATTR
-// first. Privileges are cleared by the adapter (HANDLE_KILLPRIV_V2, see
-// killpriv.go), so the kernel stops asking for security.capability before
+// first. Privileges are cleared by the server (HANDLE_KILLPRIV_V2: the
+// adapter passes the kernel's flags to the volume, which clears them in
+// the same transaction as the write or change; see killpriv.go), so the kernel stops asking for security.capability before
 // every write to a cached inode. Not negotiated, deliberately: the
 // writeback cache (the kernel would own mtime and size and send writes long
 // after close). No-open is an option, below. docs/FUSE.md has the

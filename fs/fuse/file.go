@@ -40,10 +40,8 @@ func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, 
 	a, h, err := fs.vol.Create(ctx, volume.Ino(in.NodeId), name, in.Mode, in.Flags)
 	if err == nil && in.OpenFlags&fuse.OPEN_KILL_SUIDGID != 0 {
 		// An existing file opened with O_TRUNC.
-		if err = fs.killPriv(ctx, a.Ino); err != nil {
+		if a, err = fs.killPrivOpen(ctx, a.Ino); err != nil {
 			h.Release()
-		} else {
-			a, err = fs.vol.GetAttr(a.Ino)
 		}
 	}
 	if err == nil {
@@ -64,7 +62,7 @@ func (fs *fileSystem) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	}
 	h, err := fs.vol.OpenFile(volume.Ino(in.NodeId), in.Flags)
 	if err == nil && in.Mode&fuse.OPEN_KILL_SUIDGID != 0 {
-		if err = fs.killPriv(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
+		if _, err = fs.killPrivOpen(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
 			h.Release()
 		}
 	}
@@ -109,16 +107,15 @@ func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 
 func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
 	start := fs.begin(opWrite)
+	var flags volume.WriteFlags
 	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
-		if err := fs.killPriv(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
-			return 0, fs.done(opWrite, start, in.NodeId, err)
-		}
+		flags |= volume.WriteKillPriv
 	}
 	r, err := fs.acquire(in.Fh, volume.Ino(in.NodeId), true)
 	if err != nil {
 		return 0, fs.done(opWrite, start, in.NodeId, err)
 	}
-	n, err := r.h.WriteAt(data, int64(in.Offset))
+	n, err := r.h.WriteAtFlags(data, int64(in.Offset), flags)
 	fs.let(r, n)
 	return uint32(n), fs.done(opWrite, start, in.NodeId, err)
 }

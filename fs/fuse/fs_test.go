@@ -613,17 +613,68 @@ func TestMountFlags(t *testing.T) {
 	}
 }
 
-func TestPrivBits(t *testing.T) {
-	for _, c := range []struct{ mode, want uint32 }{
-		{syscall.S_IFREG | 0o6755, 0o0755}, // suid, and sgid with group execute
-		{syscall.S_IFREG | 0o6745, 0o2745}, // sgid without group execute stays
-		{syscall.S_IFREG | 0o0644, 0o0644},
-		{syscall.S_IFREG | 0o1777, 0o1777}, // sticky is not a privilege
-	} {
-		if got := privBits(c.mode); got != c.want {
-			t.Errorf("privBits(%o) = %o, want %o", c.mode, got, c.want)
+// TestKillPrivFlags: the kernel's privilege-clearing flags reach the
+// volume. A flagged WRITE, a flagged SETATTR and a chown clear set-user-ID
+// and (with group execute) set-group-ID; an unflagged write keeps them, and
+// so does a chown of a directory.
+func TestKillPrivFlags(t *testing.T) {
+	fs := newTestFS(t)
+	mode := func(node uint64) uint32 {
+		a, err := fs.vol.GetAttr(volume.Ino(node))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Mode & 0o7777
+	}
+	setMode := func(node uint64, m uint32) {
+		in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{InHeader: header(node), Valid: fuse.FATTR_MODE, Mode: m}}
+		if st := fs.SetAttr(nil, &in, &fuse.AttrOut{}); st != fuse.OK {
+			t.Fatalf("chmod: %v", st)
 		}
 	}
+	var c fuse.CreateOut
+	if st := fs.Create(nil, &fuse.CreateIn{InHeader: header(1), Flags: syscall.O_RDWR, Mode: 0o644}, "f", &c); st != fuse.OK {
+		t.Fatal(st)
+	}
+	f := c.NodeId
+	for _, flags := range []uint32{0, fuse.WRITE_KILL_SUIDGID} {
+		setMode(f, 0o6755)
+		w := fuse.WriteIn{InHeader: header(f), Fh: c.Fh, WriteFlags: flags}
+		if _, st := fs.Write(nil, &w, []byte("x")); st != fuse.OK {
+			t.Fatalf("write: %v", st)
+		}
+		want := map[uint32]uint32{0: 0o6755, fuse.WRITE_KILL_SUIDGID: 0o0755}[flags]
+		if got := mode(f); got != want {
+			t.Errorf("write with flags %#x: mode %o, want %o", flags, got, want)
+		}
+	}
+	var dir fuse.EntryOut
+	if st := fs.Mkdir(nil, &fuse.MkdirIn{InHeader: header(1), Mode: 0o755}, "d", &dir); st != fuse.OK {
+		t.Fatal(st)
+	}
+	d := dir.NodeId
+	for _, tc := range []struct {
+		name  string
+		node  uint64
+		valid uint32
+		want  uint32
+	}{
+		{"truncate", f, fuse.FATTR_SIZE | fuse.FATTR_KILL_SUIDGID, 0o0755},
+		{"chown", f, fuse.FATTR_UID, 0o0755},
+		{"chgrp", f, fuse.FATTR_GID, 0o0755},
+		{"chown dir", d, fuse.FATTR_UID | fuse.FATTR_GID, 0o6755},
+	} {
+		setMode(tc.node, 0o6755)
+		in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{InHeader: header(tc.node), Valid: tc.valid, Owner: fuse.Owner{Uid: 5, Gid: 5}}}
+		var out fuse.AttrOut
+		if st := fs.SetAttr(nil, &in, &out); st != fuse.OK {
+			t.Fatalf("%s: %v", tc.name, st)
+		}
+		if got := mode(tc.node); got != tc.want || out.Mode&0o7777 != tc.want {
+			t.Errorf("%s: mode %o (reply %o), want %o", tc.name, got, out.Mode&0o7777, tc.want)
+		}
+	}
+	fs.Release(nil, &fuse.ReleaseIn{InHeader: header(f), Fh: c.Fh})
 }
 
 // TestZeroCopyRead: a read of committed data on a device with a file

@@ -51,11 +51,8 @@ func (fs *fileSystem) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 func (fs *fileSystem) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
 	start := fs.begin(opSetAttr)
 	s := setAttrIn(in)
-	err := fs.killPrivSetAttr(in, &s)
-	var a volume.Attr
-	if err == nil {
-		a, err = fs.vol.SetAttr(caller(&in.InHeader), volume.Ino(in.NodeId), s)
-	}
+	killPrivSetAttr(in, &s)
+	a, err := fs.vol.SetAttr(caller(&in.InHeader), volume.Ino(in.NodeId), s)
 	if err == nil {
 		fs.setAttrOut(out, &a)
 	}
