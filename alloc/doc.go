@@ -106,4 +106,21 @@
 // [Stats].Score is Ceph's fragmentation score ([FragmentationScore]): 0
 // when free space is one extent, 1 when every free extent is one block.
 // [Stats].Histogram counts free extents per power of two of length.
+//
+// # Figures
+//
+// `go test ./alloc -run '^$' -bench .` runs workloads W1-W5 of
+// ALLOCATOR.md (bench_test.go, harness_test.go) on this allocator and three
+// baselines behind one interface (policy_*_test.go): best fit by size,
+// unbounded nearest fit, and a Ceph-Avl-like capped first fit. Medians of 3
+// on the shared 2-core VM, 2026-11-30 (all figures: docs/PERFORMANCE.md,
+// section alloc):
+//
+//   - W5, one-block holes around the hint: 66 visits per call at 10^4 and
+//     10^6 extents; p99 3.1 µs and 6.2 µs (nearest fit: 0.29 ms and 22 ms).
+//   - failed allocations: 0 in every workload; W4 median regret 0 blocks.
+//   - W2/W3 score within 0.0006 of capped first fit and 0.014 of best fit.
+//   - 19 B per free extent at 10^6 extents after NewWithUsed, 28-40 B after
+//     churn; NewWithUsed of 10^6 used extents: 0.4 s.
+//   - W1 at 50 % fill: 1.17 µs per Alloc+Free pair (best fit 0.6 µs).
 package alloc
