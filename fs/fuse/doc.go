@@ -111,11 +111,12 @@
 // for that request, so reading makes the adapter keep nothing. The handle
 // is written back and closed at FORGET (the kernel forgets an inode only
 // once no file on it is open), at unmount, or, oldest first, once more
-// than NoOpenFiles (4096) inodes or NoOpenDirtyBytes (64 MiB) written
-// bytes are held: the adapter's dirty_background_bytes. The volume's
-// periodic commit, its per-inode DirtyThreshold and fsync write them back
-// meanwhile as for any open file. Memory: a few hundred bytes per held
-// inode besides its dirty data, so about 1 MiB at the limit.
+// than NoOpenFiles (4096) inodes are held. Dirty memory is the volume's to
+// bound, for these handles as for any: its DirtyLimit (64 MiB) and
+// background write-back past DirtyBackground, its DirtyExpire, periodic
+// commit, per-inode DirtyThreshold and fsync write the data back while the
+// handle stays open. Memory: a few hundred bytes per held inode besides
+// its dirty data, so about 1 MiB at the limit.
 //
 // What changes for users: close(2) no longer reports write-back errors
 // (ENOSPC still comes from write(2), where space is reserved; an I/O error

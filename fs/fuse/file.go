@@ -86,7 +86,7 @@ func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 	if err != nil {
 		return nil, fs.done(opRead, start, in.NodeId, err)
 	}
-	defer fs.let(r, 0)
+	defer fs.let(r)
 	off, n := int64(in.Offset), min(int(in.Size), len(buf))
 	if fs.devFd >= 0 {
 		p, err := r.h.ReadPlan(off, n)
@@ -116,7 +116,7 @@ func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 		return 0, fs.done(opWrite, start, in.NodeId, err)
 	}
 	n, err := r.h.WriteAtFlags(data, int64(in.Offset), flags)
-	fs.let(r, n)
+	fs.let(r)
 	return uint32(n), fs.done(opWrite, start, in.NodeId, err)
 }
 

@@ -53,7 +53,7 @@ func newFileSystem(vol *volume.Volume, dev device.Device, o Options) *fileSystem
 		stats:         newCounters(o.Accounting),
 	}
 	if o.NoOpen {
-		fs.inodes = newInodeFiles(o.NoOpenFiles, o.NoOpenDirtyBytes)
+		fs.inodes = newInodeFiles(o.NoOpenFiles)
 	}
 	if fd, ok := dev.(device.FdDevice); ok {
 		fs.devFd = int(fd.Fd())

@@ -16,14 +16,10 @@ import (
 // in per-inode dirty data that lives only while a Handle is open, so the
 // adapter keeps one open here. Each stays until the kernel forgets the
 // inode (FORGET, sent only once no file on it is open), the mount ends, or
-// the limits below push it out, oldest first, which writes its data back:
-// the adapter's counterpart of the kernel's dirty_background_bytes.
-//
-// written counts the bytes written through the queued handles since they
-// were opened. The volume's periodic commit also writes their data back
-// without telling the adapter, so the figure is an upper bound of what is
-// dirty and the limit errs towards writing back early (a volume figure of
-// dirty bytes would make it exact; see docs/FUSE.md).
+// more than maxFiles are held: then the oldest is written back and closed.
+// Dirty memory is not the adapter's concern: the volume bounds it across
+// all handles (volume Options.DirtyLimit) and writes back in the
+// background, so a held handle costs its few hundred bytes, not its data.
 //
 // mu guards every field, is held only to index or change them and never
 // across a volume call.
@@ -32,9 +28,7 @@ type inodeFiles struct {
 	files      map[volume.Ino]*inodeFile
 	head, tail *inodeFile // the write-back queue, oldest first
 	queued     int
-	written    int64
 	maxFiles   int
-	maxBytes   int64
 }
 
 // inodeFile is one inode's handle. A handle is closed by the last of the
@@ -42,15 +36,14 @@ type inodeFiles struct {
 type inodeFile struct {
 	h          *volume.Handle
 	ino        volume.Ino
-	refs       int   // requests using h
-	written    int64 // bytes written through h while queued
-	listed     bool  // in files
-	queued     bool  // in the write-back queue (a listed file whose write-back failed is not)
+	refs       int  // requests using h
+	listed     bool // in files
+	queued     bool // in the write-back queue (a listed file whose write-back failed is not)
 	prev, next *inodeFile
 }
 
-func newInodeFiles(maxFiles int, maxBytes int64) *inodeFiles {
-	return &inodeFiles{files: make(map[volume.Ino]*inodeFile), maxFiles: maxFiles, maxBytes: maxBytes}
+func newInodeFiles(maxFiles int) *inodeFiles {
+	return &inodeFiles{files: make(map[volume.Ino]*inodeFile), maxFiles: maxFiles}
 }
 
 // get returns ino's file, counted as in use, or nil.
@@ -79,22 +72,18 @@ func (t *inodeFiles) add(ino volume.Ino, h *volume.Handle) (f *inodeFile, spare 
 	return f, nil
 }
 
-// done ends a request's use of f, which wrote n bytes through it, and
-// returns the files to close: f if it was unlisted meanwhile, and the
-// oldest ones while the table is over its limits.
-func (t *inodeFiles) done(f *inodeFile, n int64) []*inodeFile {
+// done ends a request's use of f and returns the files to close: f if it
+// was unlisted meanwhile, and the oldest ones while the table holds more
+// than maxFiles.
+func (t *inodeFiles) done(f *inodeFile) []*inodeFile {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f.refs--
-	if f.queued {
-		f.written += n
-		t.written += n
-	}
 	var out []*inodeFile
 	if f.refs == 0 && !f.listed {
 		out = append(out, f)
 	}
-	for t.head != nil && (t.queued > t.maxFiles || t.written > t.maxBytes) {
+	for t.head != nil && t.queued > t.maxFiles {
 		if v := t.head; t.unlist(v) {
 			out = append(out, v)
 		}
@@ -108,15 +97,15 @@ func (t *inodeFiles) done(f *inodeFile, n int64) []*inodeFile {
 // check panics if the queue disagrees with its counts or the table (t.mu
 // held; invariants builds only).
 func (t *inodeFiles) check() {
-	n, bytes := 0, int64(0)
+	n := 0
 	for f := t.head; f != nil; f = f.next {
 		if !f.queued || !f.listed || t.files[f.ino] != f || (f.next == nil) != (f == t.tail) {
 			panic(fmt.Sprintf("fuse: inode %d queued %v listed %v, table %p, file %p", f.ino, f.queued, f.listed, t.files[f.ino], f))
 		}
-		n, bytes = n+1, bytes+f.written
+		n++
 	}
-	if n != t.queued || bytes != t.written {
-		panic(fmt.Sprintf("fuse: write-back queue holds %d files and %d bytes, counted %d and %d", n, bytes, t.queued, t.written))
+	if n != t.queued {
+		panic(fmt.Sprintf("fuse: write-back queue holds %d files, counted %d", n, t.queued))
 	}
 }
 
@@ -153,7 +142,7 @@ func (t *inodeFiles) drain() iter.Seq[*inodeFile] {
 	t.mu.Lock()
 	files := t.files
 	t.files = make(map[volume.Ino]*inodeFile)
-	t.head, t.tail, t.queued, t.written = nil, nil, 0, 0
+	t.head, t.tail, t.queued = nil, nil, 0
 	t.mu.Unlock()
 	return func(yield func(*inodeFile) bool) {
 		for _, f := range files {
@@ -201,14 +190,11 @@ func (t *inodeFiles) unqueue(f *inodeFile) {
 	}
 	f.prev, f.next, f.queued = nil, nil, false
 	t.queued--
-	t.written -= f.written
-	f.written = 0
 }
 
-// counts returns the files listed and queued and the bytes counted, for
-// tests and invariant checks.
-func (t *inodeFiles) counts() (listed, queued int, written int64) {
+// counts returns the files listed and queued, for tests.
+func (t *inodeFiles) counts() (listed, queued int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.files), t.queued, t.written
+	return len(t.files), t.queued
 }

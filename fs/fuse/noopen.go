@@ -45,13 +45,13 @@ func (fs *fileSystem) acquire(fh uint64, ino volume.Ino, write bool) (fileRef, e
 	return fileRef{h: f.h, f: f}, nil
 }
 
-// let ends a request's use of r, which wrote n bytes through it.
-func (fs *fileSystem) let(r fileRef, n int) {
+// let ends a request's use of r.
+func (fs *fileSystem) let(r fileRef) {
 	switch {
 	case r.own:
 		fs.closeHandle(r.h.Ino(), r.h)
 	case r.f != nil:
-		fs.closeInodeFiles(fs.inodes.done(r.f, int64(n)))
+		fs.closeInodeFiles(fs.inodes.done(r.f))
 	}
 }
 
@@ -61,7 +61,7 @@ func (fs *fileSystem) keepOpen(ino volume.Ino, h *volume.Handle) {
 	if spare != nil {
 		fs.closeHandle(ino, spare)
 	}
-	fs.let(fileRef{h: f.h, f: f}, 0)
+	fs.let(fileRef{h: f.h, f: f})
 }
 
 // closeInodeFiles writes back and closes files taken out of the table. A

@@ -57,7 +57,7 @@ func TestNoOpen(t *testing.T) {
 		t.Errorf("CREATE: %v, want ENOSYS", st)
 	}
 	c := fs.create(t, "f")
-	if listed, _, _ := fs.inodes.counts(); listed != 1 {
+	if listed, _ := fs.inodes.counts(); listed != 1 {
 		t.Errorf("MKNOD of a regular file left %d inode files, want 1", listed)
 	}
 	var o fuse.OpenOut
@@ -72,15 +72,15 @@ func TestNoOpen(t *testing.T) {
 	if got := fs.read(t, c.NodeId, 8192); got != data {
 		t.Errorf("read %d bytes, want the 4096 written", len(got))
 	}
-	if listed, queued, written := fs.inodes.counts(); listed != 1 || queued != 1 || written != 4096 {
-		t.Errorf("open inode files: %d listed, %d queued, %d bytes; want 1, 1, 4096", listed, queued, written)
+	if listed, queued := fs.inodes.counts(); listed != 1 || queued != 1 {
+		t.Errorf("open inode files: %d listed, %d queued; want 1, 1", listed, queued)
 	}
 	if fs.allocated(t, c.NodeId) {
 		t.Error("data allocated before any write-back")
 	}
 	fs.Release(nil, &fuse.ReleaseIn{InHeader: header(c.NodeId)})
 	fs.Forget(c.NodeId, 1)
-	if listed, _, _ := fs.inodes.counts(); listed != 0 {
+	if listed, _ := fs.inodes.counts(); listed != 0 {
 		t.Errorf("%d inode files listed after FORGET", listed)
 	}
 	l, _ := fs.reg.Snapshot().Layer(Layer)
@@ -104,46 +104,36 @@ func TestNoOpenReadsKeepNoState(t *testing.T) {
 	if got := fs.read(t, c.NodeId, 100); got != "hello" {
 		t.Errorf("read %q", got)
 	}
-	if listed, _, _ := fs.inodes.counts(); listed != 0 {
+	if listed, _ := fs.inodes.counts(); listed != 0 {
 		t.Errorf("a read left %d inode files open", listed)
 	}
 }
 
-// TestNoOpenLimits: past NoOpenFiles files or NoOpenDirtyBytes bytes the
-// oldest files are written back and closed, the newest kept.
+// TestNoOpenLimits: past NoOpenFiles files the oldest files are written
+// back and closed, the newest kept.
 func TestNoOpenLimits(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		opts  func(*Options)
-		files int
-	}{
-		{"files", func(o *Options) { o.NoOpenFiles = 2 }, 2},
-		{"bytes", func(o *Options) { o.NoOpenDirtyBytes = 3 * 4096 }, 3},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			fs := newTestFS(t, func(o *Options) { o.NoOpen = true }, c.opts)
-			var nodes []uint64
-			for i := range 5 {
-				n := fs.create(t, fmt.Sprint("f", i)).NodeId
-				fs.write(t, n, 0, make([]byte, 4096))
-				nodes = append(nodes, n)
-			}
-			if listed, queued, _ := fs.inodes.counts(); listed != c.files || queued != c.files {
-				t.Errorf("%d listed, %d queued, want %d", listed, queued, c.files)
-			}
-			for i, n := range nodes {
-				if want := i < len(nodes)-c.files; fs.allocated(t, n) != want {
-					t.Errorf("file %d written back: %v, want %v", i, !want, want)
-				}
-			}
-		})
+	const keep = 2
+	fs := newTestFS(t, func(o *Options) { o.NoOpen, o.NoOpenFiles = true, keep })
+	var nodes []uint64
+	for i := range 5 {
+		n := fs.create(t, fmt.Sprint("f", i)).NodeId
+		fs.write(t, n, 0, make([]byte, 4096))
+		nodes = append(nodes, n)
+	}
+	if listed, queued := fs.inodes.counts(); listed != keep || queued != keep {
+		t.Errorf("%d listed, %d queued, want %d", listed, queued, keep)
+	}
+	for i, n := range nodes {
+		if want := i < len(nodes)-keep; fs.allocated(t, n) != want {
+			t.Errorf("file %d written back: %v, want %v", i, !want, want)
+		}
 	}
 }
 
 func TestNoOpenOptions(t *testing.T) {
 	o, err := Options{NoOpen: true}.withDefaults()
-	if err != nil || o.NoOpenFiles != 4096 || o.NoOpenDirtyBytes != 64<<20 {
-		t.Errorf("defaults: %d files, %d bytes, %v", o.NoOpenFiles, o.NoOpenDirtyBytes, err)
+	if err != nil || o.NoOpenFiles != 4096 {
+		t.Errorf("defaults: %d files, %v", o.NoOpenFiles, err)
 	}
 	if o.mountOptions(true).ExtraCapabilities&fuse.CAP_ATOMIC_O_TRUNC != 0 {
 		t.Error("no-open mode negotiates ATOMIC_O_TRUNC: the kernel would truncate only its cache")
@@ -151,11 +141,11 @@ func TestNoOpenOptions(t *testing.T) {
 	if o, _ := (Options{}).withDefaults(); o.mountOptions(true).ExtraCapabilities&fuse.CAP_ATOMIC_O_TRUNC == 0 {
 		t.Error("ATOMIC_O_TRUNC off by default")
 	}
-	_, err = Options{NoOpen: true, DropCache: true, NoOpenFiles: -1, NoOpenDirtyBytes: -1}.withDefaults()
+	_, err = Options{NoOpen: true, DropCache: true, NoOpenFiles: -1}.withDefaults()
 	if !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("bad options: %v", err)
 	}
-	for _, f := range []string{"DropCache", "NoOpenFiles", "NoOpenDirtyBytes"} {
+	for _, f := range []string{"DropCache", "NoOpenFiles"} {
 		if !strings.Contains(err.Error(), f) {
 			t.Errorf("error does not name %s: %v", f, err)
 		}

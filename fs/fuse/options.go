@@ -97,18 +97,15 @@ type Options struct {
 	// it opens and closes regular files without a round trip (no OPEN,
 	// FLUSH or RELEASE; READ and WRITE carry file handle 0). Delayed
 	// allocation then happens at fsync, the periodic commit, the volume's
-	// per-inode threshold, FORGET, or when the adapter's open files pass
-	// NoOpenFiles or NoOpenDirtyBytes; close(2) reports no write-back
+	// per-inode threshold and background write-back (its DirtyLimit bounds
+	// dirty memory), FORGET, or when the adapter's open files pass
+	// NoOpenFiles; close(2) reports no write-back
 	// error (ENOSPC still comes from write(2)). O_TRUNC costs a SETATTR.
 	// Default false. See "# No-open mode" in doc.go.
 	NoOpen bool
 	// NoOpenFiles bounds the inodes no-open mode keeps open for writing;
 	// past it the oldest is written back and closed. Default 4096.
 	NoOpenFiles int
-	// NoOpenDirtyBytes bounds the bytes written through those files and
-	// not known to be written back; past it the oldest are written back.
-	// Default 64 MiB.
-	NoOpenDirtyBytes int64
 	// MaxWrite is the largest READ or WRITE request, in bytes. Default
 	// 1 MiB, the kernel's ceiling; at least 4096.
 	MaxWrite int
@@ -146,7 +143,6 @@ func (o Options) withDefaults() (Options, error) {
 	bound(&errs, "MaxBackground", &o.MaxBackground, 64, 1, 1<<16-1)
 	bound(&errs, "MaxInflightRequestBytes", &o.MaxInflightRequestBytes, 64<<20, 1, math.MaxInt)
 	bound(&errs, "NoOpenFiles", &o.NoOpenFiles, 4096, 1, math.MaxInt)
-	bound(&errs, "NoOpenDirtyBytes", &o.NoOpenDirtyBytes, 64<<20, 1, math.MaxInt64)
 	if o.NoOpen && o.DropCache {
 		// Without OPEN there is no reply to carry "drop the cache".
 		errs = append(errs, fmt.Errorf("DropCache needs OPEN, which NoOpen removes: %w", ErrInvalidOption))
