@@ -197,10 +197,13 @@ func TestE2EMountWriteRemount(t *testing.T) {
 	if st.Space == nil || st.Space.Files-st.Space.FilesFree < 6 {
 		t.Errorf("space %+v: want at least 6 inodes in use", st.Space)
 	}
+	if st.Dirty == nil {
+		t.Error("stats without the dirty data section")
+	}
 	if st.Runtime.HeapBytes == 0 || len(st.Accounting.Layers) == 0 {
 		t.Errorf("no runtime or accounting figures: %+v", st)
 	}
-	if out := e.must("stats", "--watch", "--count", "2", "--interval", "50ms", mnt); strings.Count(out, "operations") != 2 || !strings.Contains(out, "per second") {
+	if out := e.must("stats", "--watch", "--count", "2", "--interval", "50ms", mnt); strings.Count(out, "operations") != 2 || !strings.Contains(out, "per second") || !strings.Contains(out, "writes throttled") {
 		t.Errorf("stats --watch:\n%s", out)
 	}
 

@@ -121,4 +121,5 @@ func (s *fuseSession) Stats(st *control.Stats) {
 		BlockSize: fs.BlockSize, Blocks: fs.Blocks, BlocksFree: fs.BlocksFree,
 		BlocksAvail: fs.BlocksAvail, Files: fs.Files, FilesFree: fs.FilesFree,
 	}
+	st.Dirty = &control.Dirty{Bytes: s.vol.DirtyBytes(), Throttled: s.vol.Throttled()}
 }

@@ -21,6 +21,7 @@ func sample() Stats {
 		Started: t0, Taken: t0.Add(90 * time.Second),
 		Space: &Space{BlockSize: 4096, Blocks: 100, BlocksFree: 75, BlocksAvail: 75, Files: 10, FilesFree: 9},
 		Alloc: &Alloc{FreeBlocks: 75, FreeExtents: 2, LargestFree: 64, Score: 0.25, Histogram: []uint64{0, 1, 0, 1}},
+		Dirty: &Dirty{Bytes: 65536, Throttled: 4},
 		Ops:   []Op{{Name: "LOOKUP", Count: 10, Errors: 1, Total: 10 * time.Millisecond, Max: 3 * time.Millisecond}},
 		Accounting: accounting.Snapshot{Layers: []accounting.LayerStat{{
 			Name:     "iobuf",
@@ -46,7 +47,7 @@ func TestFetchRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Pid != 42 || got.Space == nil || got.Space.Blocks != 100 || len(got.Ops) != 1 ||
+	if got.Pid != 42 || got.Space == nil || got.Space.Blocks != 100 || len(got.Ops) != 1 || got.Dirty == nil || *got.Dirty != *want.Dirty ||
 		got.Ops[0].Max != 3*time.Millisecond || !got.Started.Equal(want.Started) ||
 		len(got.Accounting.Layers) != 1 || got.Accounting.Layers[0].Types[0].Peak != 12288 {
 		t.Errorf("Fetch = %+v", got)
@@ -147,7 +148,7 @@ func TestWriteText(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"pid 42", "up 1m30s", "25.0% used", "largest 64", "fragmentation  0.2500", "2:1 8:1",
-		"LOOKUP", "1ms", "3.0", "iobuf/4KiB", "12288", "iobuf.4KiB.misses", "7 goroutines",
+		"65536 B", "4 writes throttled", "LOOKUP", "1ms", "3.0", "iobuf/4KiB", "12288", "iobuf.4KiB.misses", "7 goroutines",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
@@ -180,6 +181,8 @@ func TestMetrics(t *testing.T) {
 		`smallfs_alloc_free_extents_by_size{min_blocks="8"} 1`,
 		"smallfs_uptime_seconds 90\n",
 		"smallfs_alloc_fragmentation 0.25\n",
+		"smallfs_dirty_bytes 65536\n",
+		"# TYPE smallfs_throttled_writes_total counter\nsmallfs_throttled_writes_total 4\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %q:\n%s", want, out)

@@ -58,6 +58,11 @@ func WriteMetrics(w io.Writer, st Stats) error {
 			sample("alloc_free_extents_by_size", float64(n), "min_blocks", strconv.FormatUint(1<<k, 10))
 		}
 	}
+	if d := st.Dirty; d != nil {
+		gauge("dirty_bytes", "Memory held by dirty data buffers (bounded by the dirty limit).", float64(d.Bytes))
+		fam("throttled_writes_total", "counter", "Writes that waited for the background write-back.")
+		sample("throttled_writes_total", float64(d.Throttled))
+	}
 	if len(st.Ops) > 0 {
 		fam("requests_total", "counter", "FUSE requests served, by operation.")
 		for _, op := range st.Ops {

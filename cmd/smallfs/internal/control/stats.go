@@ -20,6 +20,7 @@ type Stats struct {
 
 	Space      *Space              `json:"space,omitempty"`
 	Alloc      *Alloc              `json:"alloc,omitempty"`
+	Dirty      *Dirty              `json:"dirty,omitempty"`
 	Ops        []Op                `json:"ops,omitempty"`
 	Accounting accounting.Snapshot `json:"accounting"`
 	Runtime    Runtime             `json:"runtime"`
@@ -47,6 +48,12 @@ type Alloc struct {
 	Histogram []uint64 `json:"histogram"`
 	Calls     uint64   `json:"calls"`
 	Failed    uint64   `json:"failed"`
+}
+
+// Dirty is the volume's dirty data: written, not yet on the device.
+type Dirty struct {
+	Bytes     int64  `json:"bytes"`     // held by dirty buffers, what the dirty limit bounds
+	Throttled uint64 `json:"throttled"` // writes that waited for the background write-back
 }
 
 // Op is the count and latency of one kind of request.

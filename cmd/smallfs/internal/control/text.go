@@ -30,6 +30,9 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 		p("  histogram\t%s\n", Histogram(a.Histogram))
 		p("  calls\t%d (%d failed)\n", a.Calls, a.Failed)
 	}
+	if d := st.Dirty; d != nil {
+		p("\ndirty data\t%d B\t%d writes throttled\n", d.Bytes, d.Throttled)
+	}
 	if len(st.Ops) > 0 {
 		timed := false // latency columns only when the daemon measures it
 		for _, op := range st.Ops {
