@@ -246,5 +246,6 @@ func (v *Volume) Close() error {
 		err = cerr
 	}
 	v.acct.release(v)
+	v.space.close()
 	return errors.Join(errWB, err)
 }

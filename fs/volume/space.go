@@ -176,3 +176,7 @@ func (s *space) hasPending() bool {
 	defer s.mu.Unlock()
 	return len(s.pending) > 0
 }
+
+// close withdraws the allocator's extents from accounting at the end of
+// the mount; the volume allocates nothing afterwards.
+func (s *space) close() { s.a.Close() }
