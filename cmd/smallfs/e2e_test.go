@@ -197,13 +197,21 @@ func TestE2EMountWriteRemount(t *testing.T) {
 	if st.Space == nil || st.Space.Files-st.Space.FilesFree < 6 {
 		t.Errorf("space %+v: want at least 6 inodes in use", st.Space)
 	}
-	if st.Dirty == nil {
-		t.Error("stats without the dirty data section")
+	if st.Dirty == nil || st.Alloc == nil || st.Alloc.FreeBlocks == 0 {
+		t.Errorf("stats without the dirty data or allocator section: %+v %+v", st.Dirty, st.Alloc)
+	}
+	lat := map[string]control.Latency{}
+	for _, l := range st.Latency {
+		lat[l.Name] = l
+	}
+	if w := lat["WRITE"]; w.Count < 4 || w.P50 <= 0 || w.P99 < w.P50 {
+		t.Errorf("WRITE latency %+v: want at least 4 requests and 0 < p50 <= p99", w)
 	}
 	if st.Runtime.HeapBytes == 0 || len(st.Accounting.Layers) == 0 {
 		t.Errorf("no runtime or accounting figures: %+v", st)
 	}
-	if out := e.must("stats", "--watch", "--count", "2", "--interval", "50ms", mnt); strings.Count(out, "operations") != 2 || !strings.Contains(out, "per second") || !strings.Contains(out, "writes throttled") {
+	if out := e.must("stats", "--watch", "--count", "2", "--interval", "50ms", mnt); strings.Count(out, "operations") != 2 || !strings.Contains(out, "per second") || !strings.Contains(out, "writes throttled") ||
+		!strings.Contains(out, "p99") || !strings.Contains(out, "allocator") {
 		t.Errorf("stats --watch:\n%s", out)
 	}
 

@@ -25,8 +25,9 @@ type fuseSession struct {
 }
 
 // openSession opens the device (locked exclusively: a second mount, fsck
-// or mkfs is refused), the volume, and mounts it.
-func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
+// or mkfs is refused), the volume, telling progress how far that has got,
+// and mounts it.
+func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.Progress)) (session, error) {
 	dev, err := openDevice(p.Device, device.Options{})
 	if err != nil {
 		return nil, err
@@ -35,6 +36,7 @@ func openSession(p mountopt.Args, log logrus.FieldLogger) (session, error) {
 		CommitInterval: p.Config.CommitInterval,
 		TrackLookups:   true,
 		Logger:         log,
+		Progress:       progress,
 	}
 	if !p.Config.IobufPool {
 		if vopts.Pool, err = iobuf.New(iobuf.Options{Disabled: true}); err != nil {
@@ -122,4 +124,10 @@ func (s *fuseSession) Stats(st *control.Stats) {
 		BlocksAvail: fs.BlocksAvail, Files: fs.Files, FilesFree: fs.FilesFree,
 	}
 	st.Dirty = &control.Dirty{Bytes: s.vol.DirtyBytes(), Throttled: s.vol.Throttled()}
+	st.Alloc = volumeAlloc(s.vol)
+	for _, l := range s.srv.Latencies() {
+		st.Latency = append(st.Latency, control.Latency{
+			Name: l.Op, Count: l.Count, Mean: l.Mean(), P50: l.Quantile(0.5), P99: l.Quantile(0.99),
+		})
+	}
 }

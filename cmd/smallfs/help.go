@@ -84,9 +84,10 @@ const statsHelp = `Usage: smallfs stats [--json] [--watch] [--interval DURATION]
 
 Shows the live figures of the daemon serving MOUNTPOINT, read from it
 without stopping it: space and files, the allocator's free space and
-fragmentation, requests by operation with their latency, per-layer
-memory accounting (live count, bytes and peak per type; buffer pool hits
-and misses), and the Go runtime's memory.
+fragmentation, dirty data and writes throttled, requests by operation
+with their latency (mean, p50, p99), per-layer memory accounting (live
+count, bytes and peak per type; buffer pool hits and misses), and the Go
+runtime's memory.
 
 Flags:
   --json              print the figures as JSON

@@ -61,7 +61,9 @@ func (a *app) open(p mountopt.Args, log logrus.FieldLogger) (session, error) {
 	if err := checkMountpoint(p.Mountpoint); err != nil {
 		return nil, err
 	}
-	return openSession(p, log)
+	progress, done := a.openProgress(log)
+	defer done()
+	return openSession(p, log, progress)
 }
 
 // absolute makes the paths absolute, so the log, /proc/mounts and df name

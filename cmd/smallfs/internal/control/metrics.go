@@ -73,6 +73,13 @@ func WriteMetrics(w io.Writer, st Stats) error {
 			sample("request_errors_total", float64(op.Errors), "op", op.Name)
 		}
 	}
+	if len(st.Latency) > 0 {
+		fam("request_latency_seconds", "gauge", "Upper bound of the latency bucket holding the quantile, by operation.")
+		for _, l := range st.Latency {
+			sample("request_latency_seconds", l.P50.Seconds(), "op", l.Name, "quantile", "0.5")
+			sample("request_latency_seconds", l.P99.Seconds(), "op", l.Name, "quantile", "0.99")
+		}
+	}
 	acct := []struct {
 		name, help string
 		typ        string

@@ -22,6 +22,7 @@ type Stats struct {
 	Alloc      *Alloc              `json:"alloc,omitempty"`
 	Dirty      *Dirty              `json:"dirty,omitempty"`
 	Ops        []Op                `json:"ops,omitempty"`
+	Latency    []Latency           `json:"latency,omitempty"`
 	Accounting accounting.Snapshot `json:"accounting"`
 	Runtime    Runtime             `json:"runtime"`
 }
@@ -63,6 +64,17 @@ type Op struct {
 	Errors uint64        `json:"errors"`
 	Total  time.Duration `json:"total_ns"`
 	Max    time.Duration `json:"max_ns"`
+}
+
+// Latency is how long the daemon took to serve one kind of request, from
+// a log2 histogram: P50 and P99 are the upper bounds of the buckets holding
+// those quantiles, so they are right to within a factor of two.
+type Latency struct {
+	Name  string        `json:"name"`
+	Count uint64        `json:"count"`
+	Mean  time.Duration `json:"mean_ns"`
+	P50   time.Duration `json:"p50_ns"`
+	P99   time.Duration `json:"p99_ns"`
 }
 
 // Runtime is the Go runtime's memory and scheduling figures.

@@ -57,6 +57,12 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 			p("\n")
 		}
 	}
+	if len(st.Latency) > 0 {
+		p("\nlatency\tcount\tmean\tp50\tp99\n")
+		for _, l := range st.Latency {
+			p("  %s\t%d\t%s\t%s\t%s\n", l.Name, l.Count, l.Mean, quantile(l.P50), quantile(l.P99))
+		}
+	}
 	p("\nmemory (accounting)\tlive\tbytes\tpeak\ttotal\n")
 	for _, l := range st.Accounting.Layers {
 		for _, t := range l.Types {
@@ -75,6 +81,9 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 	p("\nruntime\theap %d B\tsys %d B\t%d GCs\t%d goroutines\n", r.HeapBytes, r.SysBytes, r.GCs, r.Goroutines)
 	return tw.Flush()
 }
+
+// quantile prints a bucket bound as "<" it: the histogram knows no more.
+func quantile(d time.Duration) string { return "<" + d.String() }
 
 func percent(part, whole uint64) string {
 	if whole == 0 {
