@@ -56,6 +56,9 @@ func (s *space) check(capacity uint64, coalesced bool) []error {
 			errs = append(errs, fmt.Errorf("%v in the size index only", e))
 		}
 	}
+	if k, _ := s.bySize.max(); s.bySize.topOK && s.bySize.top != k {
+		errs = append(errs, fmt.Errorf("largest free extent remembered as %v, is %v", fromSizeKey(s.bySize.top), fromSizeKey(k)))
+	}
 	return errs
 }
 

@@ -68,7 +68,7 @@ func (h *harness) alloc(hint, want, min uint64) (Extent, bool) {
 	if min == want && sampled {
 		var c cost
 		if p, ok := nearestFit(h.p.space(), hint, want, want, &c); ok && p.p.Len == want {
-			oracle = int64(p.rank.dist)
+			oracle = int64(p.rank.dist())
 		}
 	}
 	t := time.Now()

@@ -18,25 +18,33 @@ type pick struct {
 // the power-of-two class of the blocks missing), then the tightest
 // power-of-two fit (waste is floor(log2(extent/piece)): 0 when the extent is
 // less than twice the piece), then nearest to the hint, then lowest offset.
-type rank struct{ short, waste, dist, off uint64 }
+// The first three are packed into hi (short, waste, dist from the top) so
+// that the window's ranking is two integer compares: a visit compares
+// every extent it looks at.
+type rank struct{ hi, off uint64 }
 
-func (r rank) less(s rank) bool {
-	if r.short != s.short {
-		return r.short < s.short
-	}
-	if r.waste != s.waste {
-		return r.waste < s.waste
-	}
-	if r.dist != s.dist {
-		return r.dist < s.dist
-	}
-	return r.off < s.off
+const (
+	shortShift = 56
+	wasteShift = 48
+	distMask   = 1<<wasteShift - 1 // distances are below MaxCapacity
+)
+
+func makeRank(short, waste, dist, off uint64) rank {
+	return rank{hi: short<<shortShift | waste<<wasteShift | dist, off: off}
 }
+
+func (r rank) less(s rank) bool { return r.hi < s.hi || r.hi == s.hi && r.off < s.off }
+
+// dist is the distance from the hint to the piece, in blocks.
+func (r rank) dist() uint64 { return r.hi & distMask }
+
+// full reports whether the piece has all the blocks asked for.
+func (r rank) full() bool { return r.hi>>shortShift == 0 }
 
 // beats reports whether b ranks before every candidate at distance dist or
 // more: b is a full-length, tight fit nearer than dist.
 func (b *pick) beats(dist uint64) bool {
-	return b.ok && b.rank.short == 0 && b.rank.waste == 0 && b.rank.dist < dist
+	return b.ok && b.rank.hi>>wasteShift == 0 && b.rank.hi < dist
 }
 
 // place returns where a request of [min, want] blocks goes in free extent f:
@@ -61,18 +69,23 @@ func place(f Extent, hint, want, min uint64) (pick, bool) {
 	default: // f holds hint but too few blocks follow it: end at f's end
 		p = Extent{Off: f.End() - n, Len: n}
 	}
-	r := rank{
-		short: uint64(bits.Len64(want - n)),
-		waste: uint64(bits.Len64(f.Len/n)) - 1,
-		dist:  dist,
-		off:   p.Off,
-	}
+	r := makeRank(uint64(bits.Len64(want-n)), wasteClass(f.Len, n), dist, p.Off)
 	return pick{p: p, from: f, rank: r, ok: true}, true
 }
 
-func (b *pick) consider(c pick) {
+// wasteClass is floor(log2(m/n)) for 0 < n <= m, without a division: the
+// bit lengths give it or one more.
+func wasteClass(m, n uint64) uint64 {
+	w := bits.Len64(m) - bits.Len64(n)
+	if m < n<<w {
+		w--
+	}
+	return uint64(w)
+}
+
+func (b *pick) consider(c *pick) {
 	if !b.ok || c.rank.less(b.rank) {
-		*b = c
+		*b = *c
 	}
 }
 
@@ -106,8 +119,8 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 			return false
 		}
 		if cand, ok := place(f, hint, want, min); ok {
-			best.consider(cand)
-			exact = n == 0 && cand.rank.short == 0 && cand.p.Off == hint
+			best.consider(&cand)
+			exact = n == 0 && cand.rank.full() && cand.p.Off == hint
 		}
 		n++
 		return !exact && n < k
@@ -127,12 +140,12 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 			return false
 		}
 		if cand, ok := place(f, hint, want, min); ok {
-			best.consider(cand)
+			best.consider(&cand)
 		}
 		n++
 		return n < k
 	})
-	if best.ok && best.rank.short == 0 {
+	if best.ok && best.rank.full() {
 		return best, true
 	}
 
@@ -140,7 +153,7 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 	// the hint among equals; else the largest, which holds at least min.
 	if largest.Len < want {
 		cand, _ := place(largest, hint, want, min)
-		best.consider(cand)
+		best.consider(&cand)
 		return best, true
 	}
 	c.seeks++
@@ -152,7 +165,7 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 	case okNext && okPrev:
 		a, _ := place(next, hint, want, min)
 		b, _ := place(prev, hint, want, min)
-		if b.rank.dist < a.rank.dist {
+		if b.rank.dist() < a.rank.dist() {
 			return b, true
 		}
 		return a, true

@@ -17,11 +17,11 @@ func nearestFit(s *space, hint, want, min uint64, c *cost) (pick, bool) {
 	c.seeks++
 	for f := range s.byOff.from(hint, true) {
 		c.visits++
-		if best.ok && f.End()+best.rank.dist < hint {
+		if best.ok && f.End()+best.rank.dist() < hint {
 			break // farther than the best on the other side
 		}
 		if p, ok := place(f, hint, want, want); ok {
-			if !best.ok || p.rank.dist <= best.rank.dist {
+			if !best.ok || p.rank.dist() <= best.rank.dist() {
 				best = p
 			}
 			break

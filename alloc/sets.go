@@ -174,11 +174,31 @@ func (s *offSet) from(off uint64, down bool) iter.Seq[Extent] {
 // all yields every extent in offset order.
 func (s *offSet) all() iter.Seq[Extent] { return s.from(0, false) }
 
-// sizeSet is a set of extents ordered by (length, offset).
-type sizeSet struct{ keySet }
+// sizeSet is a set of extents ordered by (length, offset). It remembers
+// its greatest key while it is known, so that Alloc's quick reject costs no
+// descent: an insert can only raise it, and only removing it forgets it.
+type sizeSet struct {
+	keySet
+	top   uint64 // the greatest key, if topOK
+	topOK bool
+}
 
-func (s *sizeSet) insert(e Extent) { s.ensure(sizeLess); s.keySet.insert(sizeKey(e)) }
-func (s *sizeSet) remove(e Extent) { s.keySet.remove(sizeKey(e)) }
+func (s *sizeSet) insert(e Extent) {
+	s.ensure(sizeLess)
+	k := sizeKey(e)
+	s.keySet.insert(k)
+	if s.topOK && k > s.top {
+		s.top = k
+	}
+}
+
+func (s *sizeSet) remove(e Extent) {
+	k := sizeKey(e)
+	s.keySet.remove(k)
+	if k == s.top {
+		s.topOK = false
+	}
+}
 
 // atLeastLen returns the shortest extent of at least n blocks, the one with
 // the lowest offset among equals.
@@ -204,8 +224,14 @@ func (s *sizeSet) sameLenNear(n, off uint64) (next, prev Extent, okNext, okPrev 
 // largest returns the longest extent, the one with the highest offset among
 // equals.
 func (s *sizeSet) largest() (Extent, bool) {
-	k, ok := s.max()
-	return fromSizeKey(k), ok
+	if !s.topOK {
+		k, ok := s.max()
+		if !ok {
+			return Extent{}, false
+		}
+		s.top, s.topOK = k, true
+	}
+	return fromSizeKey(s.top), true
 }
 
 // all yields every extent in (length, offset) order.

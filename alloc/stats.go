@@ -51,7 +51,7 @@ func (s *counters) record(c cost, p pick, ok bool, hint uint64) {
 		s.failed++
 	case p.p.Off == hint:
 		s.atHint++
-	case p.rank.dist <= s.window:
+	case p.rank.dist() <= s.window:
 		s.near++
 	}
 }
