@@ -50,14 +50,20 @@ func (b *pick) beats(dist uint64) bool {
 // place returns where a request of [min, want] blocks goes in free extent f:
 // as close to hint as f allows, at hint itself when f holds it.
 func place(f Extent, hint, want, min uint64) (pick, bool) {
+	p, r, ok := placeIn(f, hint, want, min)
+	return pick{p: p, from: f, rank: r, ok: ok}, ok
+}
+
+// placeIn is place without the pick: its results stay in registers, so
+// that the window's visits store only the candidates that rank better.
+func placeIn(f Extent, hint, want, min uint64) (p Extent, r rank, ok bool) {
 	n := f.Len
 	if n > want {
 		n = want
 	}
 	if n < min {
-		return pick{}, false
+		return p, r, false
 	}
-	var p Extent
 	var dist uint64
 	switch {
 	case f.Off >= hint:
@@ -69,8 +75,7 @@ func place(f Extent, hint, want, min uint64) (pick, bool) {
 	default: // f holds hint but too few blocks follow it: end at f's end
 		p = Extent{Off: f.End() - n, Len: n}
 	}
-	r := makeRank(uint64(bits.Len64(want-n)), wasteClass(f.Len, n), dist, p.Off)
-	return pick{p: p, from: f, rank: r, ok: true}, true
+	return p, makeRank(uint64(bits.Len64(want-n)), wasteClass(f.Len, n), dist, p.Off), true
 }
 
 // wasteClass is floor(log2(m/n)) for 0 < n <= m, without a division: the
@@ -83,9 +88,11 @@ func wasteClass(m, n uint64) uint64 {
 	return uint64(w)
 }
 
-func (b *pick) consider(c *pick) {
-	if !b.ok || c.rank.less(b.rank) {
-		*b = *c
+// consider makes piece p of f with rank r the best candidate if it ranks
+// before b.
+func (b *pick) consider(p, f Extent, r rank) {
+	if !b.ok || r.less(b.rank) {
+		*b = pick{p: p, from: f, rank: r, ok: true}
 	}
 }
 
@@ -118,9 +125,9 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 		if dist > d || best.beats(dist) {
 			return false
 		}
-		if cand, ok := place(f, hint, want, min); ok {
-			best.consider(&cand)
-			exact = n == 0 && cand.rank.full() && cand.p.Off == hint
+		if p, r, ok := placeIn(f, hint, want, min); ok {
+			best.consider(p, f, r)
+			exact = n == 0 && r.full() && p.Off == hint
 		}
 		n++
 		return !exact && n < k
@@ -139,8 +146,8 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 		if dist := f.Off - hint; dist > d || best.beats(dist) {
 			return false
 		}
-		if cand, ok := place(f, hint, want, min); ok {
-			best.consider(&cand)
+		if p, r, ok := placeIn(f, hint, want, min); ok {
+			best.consider(p, f, r)
 		}
 		n++
 		return n < k
@@ -152,8 +159,8 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 	// 4. Fallback by size: the shortest extent that holds want, nearest to
 	// the hint among equals; else the largest, which holds at least min.
 	if largest.Len < want {
-		cand, _ := place(largest, hint, want, min)
-		best.consider(&cand)
+		p, r, _ := placeIn(largest, hint, want, min)
+		best.consider(p, largest, r)
 		return best, true
 	}
 	c.seeks++
