@@ -139,7 +139,7 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 	c.seeks++
 	s.byOff.ascend(pivot(hint+1), func(key uint64) bool {
 		if key>>32 <= hint {
-			return false // hint is the last block: nothing lies above it
+			return true // the extent that holds hint+1 and hint: seen below
 		}
 		f := fromOffKey(key)
 		c.visits++

@@ -25,10 +25,12 @@ const freeNodes = 4
 // guards it.
 type keySet struct{ t *btree.BTreeG[uint64] }
 
-// Orders of the two indexes. Offsets alone order the offset index (free
-// extents are disjoint), so an extent whose length changes in place is
-// updated with one replace instead of a delete and an insert.
-func offLess(a, b uint64) bool  { return a>>32 < b>>32 }
+// Orders of the two indexes. The offset order puts a before b when a ends
+// at or before b's start, so overlapping extents compare equal: the set's
+// extents are disjoint, and one whose blocks shrink or grow in place
+// (carved from its front or back, merged with a neighbour) replaces the
+// old key with one ReplaceOrInsert instead of a delete and an insert.
+func offLess(a, b uint64) bool  { return a>>32+a&(1<<32-1) < b>>32 }
 func sizeLess(a, b uint64) bool { return a < b }
 
 func (s *keySet) ensure(less btree.LessFunc[uint64]) {
@@ -99,10 +101,10 @@ type offSet struct{ keySet }
 func (s *offSet) insert(e Extent) { s.ensure(offLess); s.keySet.insert(offKey(e)) }
 func (s *offSet) remove(e Extent) { s.keySet.remove(offKey(e)) }
 
-// resize replaces the extent at e.Off, which must exist, by e.
+// resize replaces the one extent that overlaps e by e.
 func (s *offSet) resize(e Extent) {
 	if _, ok := s.t.ReplaceOrInsert(offKey(e)); !ok && invariants.Enabled {
-		panic(fmt.Sprintf("alloc: resize of %v: no extent at %d", e, e.Off))
+		panic(fmt.Sprintf("alloc: resize of %v: no extent overlaps it", e))
 	}
 }
 
@@ -113,12 +115,11 @@ func (s *offSet) atOrBefore(off uint64) (Extent, bool) {
 }
 
 // after returns the extent with the least offset > off.
-func (s *offSet) after(off uint64) (Extent, bool) {
-	if off >= MaxCapacity-1 {
-		return Extent{}, false
+func (s *offSet) after(off uint64) (out Extent, ok bool) {
+	for f := range s.from(off+1, false) {
+		return f, true
 	}
-	k, ok := s.atLeast((off + 1) << 32)
-	return fromOffKey(k), ok
+	return Extent{}, false
 }
 
 // around returns, for an extent e that is not in the set, the extent with
@@ -138,8 +139,9 @@ func (s *offSet) around(e Extent) (left, right Extent, hasLeft, hasRight bool) {
 	return left, right, hasLeft, hasRight
 }
 
-// pivot is the offset-index key that sorts with the extents at off, for
-// any off up to MaxCapacity (past every extent).
+// pivot is the offset-index key of block off: extents that hold it compare
+// equal to it, those after it greater. Past MaxCapacity it sorts after
+// every extent.
 func pivot(off uint64) uint64 {
 	if off >= MaxCapacity {
 		return math.MaxUint64
@@ -162,11 +164,11 @@ func (s *offSet) overlapping(e Extent) (Extent, bool) {
 // down is set, those with offset <= off in decreasing order.
 func (s *offSet) from(off uint64, down bool) iter.Seq[Extent] {
 	return func(yield func(Extent) bool) {
-		f := func(k uint64) bool { return yield(fromOffKey(k)) }
 		if down {
-			s.descend(pivot(off), f)
+			s.descend(pivot(off), func(k uint64) bool { return yield(fromOffKey(k)) })
 		} else if off < MaxCapacity {
-			s.ascend(off<<32, f)
+			// The scan starts at the extent that holds off, if any.
+			s.ascend(pivot(off), func(k uint64) bool { return k>>32 < off || yield(fromOffKey(k)) })
 		}
 	}
 }

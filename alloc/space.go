@@ -29,17 +29,24 @@ func (s *space) add(e Extent) (overlap Extent, ok bool) {
 		return right, false
 	}
 	s.blocks += e.Len
+	mergeLeft := hasLeft && left.End() == e.Off
 	mergeRight := hasRight && right.Off == e.End()
-	if mergeRight {
+	switch {
+	case mergeLeft && mergeRight:
 		s.byOff.remove(right)
 		s.bySize.remove(right)
-		e.Len += right.Len
-	}
-	if hasLeft && left.End() == e.Off {
+		s.bySize.remove(left)
+		e = Extent{Off: left.Off, Len: left.Len + e.Len + right.Len}
+		s.byOff.resize(e)
+	case mergeLeft:
+		s.bySize.remove(left)
 		e = Extent{Off: left.Off, Len: left.Len + e.Len}
 		s.byOff.resize(e)
-		s.bySize.remove(left)
-	} else {
+	case mergeRight:
+		s.bySize.remove(right)
+		e.Len += right.Len
+		s.byOff.resize(e)
+	default:
 		s.byOff.insert(e)
 	}
 	s.bySize.insert(e)
@@ -57,17 +64,22 @@ func (s *space) carve(f, p Extent) {
 	}
 	s.blocks -= p.Len
 	s.bySize.remove(f)
-	if p.Off > f.Off {
-		head := Extent{Off: f.Off, Len: p.Off - f.Off}
+	head := Extent{Off: f.Off, Len: p.Off - f.Off}
+	tail := Extent{Off: p.End(), Len: f.End() - p.End()}
+	// The offset index keeps f's key in place for one remainder (see offLess).
+	switch {
+	case head.Len > 0:
 		s.byOff.resize(head)
 		s.bySize.insert(head)
-	} else {
-		s.byOff.remove(f)
-	}
-	if p.End() < f.End() {
-		tail := Extent{Off: p.End(), Len: f.End() - p.End()}
-		s.byOff.insert(tail)
+		if tail.Len > 0 {
+			s.byOff.insert(tail)
+			s.bySize.insert(tail)
+		}
+	case tail.Len > 0:
+		s.byOff.resize(tail)
 		s.bySize.insert(tail)
+	default:
+		s.byOff.remove(f)
 	}
 }
 
