@@ -21,10 +21,10 @@ import (
 type fileData struct {
 	mu      sync.RWMutex // the data lock: read for reads, write for the rest
 	chunks  map[uint64]*iobuf.Buf
-	dirty   int64  // bytes in chunks
-	blocks  uint64 // blocks reserved for the chunks (space.reserve)
-	writers int    // handles open for writing
-	home    Ino    // directory whose cursor places the data
+	dirty   int64        // bytes in chunks
+	blocks  uint64       // blocks reserved for the chunks (space.reserve)
+	writers atomic.Int32 // handles open for writing: open adds under mu, Release drops under the data lock
+	home    Ino          // directory whose cursor places the data
 
 	size  atomic.Uint64
 	mtime atomic.Int64

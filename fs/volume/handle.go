@@ -88,7 +88,7 @@ func (v *Volume) open(ino, home Ino, flags uint32) (*Handle, error) {
 	h.fd = v.attach(n, home)
 	n.opens++
 	if h.write {
-		h.fd.writers++
+		h.fd.writers.Add(1)
 	}
 	return h, nil
 }
@@ -264,7 +264,7 @@ func (h *Handle) Flush() error {
 	}
 	h.fd.mu.Lock()
 	defer h.fd.mu.Unlock()
-	if h.fd.writers > 1 {
+	if h.fd.writers.Load() > 1 {
 		return nil
 	}
 	return h.v.writeBack(h.ino, h.n, h.fd)
@@ -297,11 +297,11 @@ func (h *Handle) Release() error {
 	defer fd.mu.Unlock()
 	var err error
 	if h.write {
-		fd.writers--
+		last := fd.writers.Add(-1) == 0
 		v.mu.RLock()
 		linked := h.n.nlink > 0
 		v.mu.RUnlock()
-		if fd.writers == 0 && linked {
+		if last && linked {
 			err = v.writeBack(h.ino, h.n, fd)
 		}
 	}
