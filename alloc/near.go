@@ -111,8 +111,10 @@ func (b *pick) consider(p, f Extent, r rank) {
 // !ok when no free extent holds min blocks. It changes nothing. See
 // "The near search" in doc.go.
 func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bool) {
-	// 1. Quick reject.
-	c.seeks++
+	// 1. Quick reject: a seek only when the largest key is not known.
+	if !s.bySize.topOK {
+		c.seeks++
+	}
 	largest, ok := s.bySize.largest()
 	if !ok || largest.Len < min {
 		return pick{}, false
