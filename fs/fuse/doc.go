@@ -43,15 +43,17 @@
 // read-only mounts with Options.ReadOnly ("ro": the kernel refuses every
 // change with EROFS). The generic flags (Options.MountFlags: noexec,
 // noatime, relatime, sync, dirsync, ...; nosuid and nodev unless
-// Options.Suid or Dev) are applied by the mount itself, never by a
-// remount: as MS_* bits to mount(2) when the process may mount, and as
-// option names to fusermount3 when mount(2) says EPERM (mountflags.go). Security labels and ACLs are not supported unless
-// Options.SecurityLabels: every xattr call in the security. and
-// system.posix_acl_ namespaces fails with EOPNOTSUPP without reaching the
-// volume, as on a filesystem built without them. "Unsupported" rather than
-// "absent" lets ls -l stop asking after the first entry (2 GETXATTRs per
-// listing instead of 2 per entry); the first write to an inode still costs
-// one GETXATTR "security.capability", which the kernel asks regardless.
+// Options.Suid or Dev) are applied by the mount itself, never by a remount:
+// as MS_* bits to mount(2) when the process may mount, and as option names
+// to fusermount3 when mount(2) says EPERM (mountflags.go).
+//
+// Security labels and ACLs are not supported unless Options.SecurityLabels:
+// every xattr call in the security. and system.posix_acl_ namespaces fails
+// with EOPNOTSUPP without reaching the volume, as on a filesystem built
+// without them. "Unsupported" rather than "absent" lets ls -l stop asking
+// after the first entry (2 GETXATTRs per listing instead of 2 per entry);
+// the first write to an inode still costs one GETXATTR
+// "security.capability", which the kernel asks regardless.
 //
 // # Errors
 //
@@ -85,12 +87,12 @@
 //
 // O_TRUNC travels with OPEN (ATOMIC_O_TRUNC) instead of costing a SETATTR
 // first. Privileges are cleared by the server (HANDLE_KILLPRIV_V2: the
-// adapter passes the kernel's flags to the volume, which clears them in
-// the same transaction as the write or change; see killpriv.go), so the kernel stops asking for security.capability before
-// every write to a cached inode. Not negotiated, deliberately: the
-// writeback cache (the kernel would own mtime and size and send writes long
-// after close). No-open is an option, below. docs/FUSE.md has the
-// measurements behind each choice.
+// adapter passes the kernel's flags to the volume, which clears them in the
+// same transaction as the write or change; see killpriv.go), so the kernel
+// stops asking for security.capability before every write to a cached
+// inode. Not negotiated, deliberately: the writeback cache (the kernel
+// would own mtime and size and send writes long after close). No-open is an
+// option, below. docs/FUSE.md has the measurements behind each choice.
 //
 // # No-open mode
 //
@@ -154,9 +156,10 @@
 // the inode files' mutex, each held only to index or change its table and
 // never across a volume call. A no-open file in use by a request is closed
 // by the last of the table and its requests to let go (a count under the
-// mutex), so FORGET or a write-back never closes a handle under a READ. Everything else is the volume's (see its
-// doc.go). Nothing in this package touches the mountpoint from a serving
-// goroutine, which could deadlock (see go-fuse's fs/api.go).
+// mutex), so FORGET or a write-back never closes a handle under a READ.
+// Everything else is the volume's (see its doc.go). Nothing in this package
+// touches the mountpoint from a serving goroutine, which could deadlock
+// (see go-fuse's fs/api.go).
 //
 // # Accounting
 //
@@ -164,26 +167,27 @@
 // accounting.Default): counters "op-NAME" for requests, "err-NAME" for
 // requests answered with an errno and "ns-NAME" for the nanoseconds spent
 // serving them, by the kernel's opcode name (op-LOOKUP, err-RENAME,
-// ns-WRITE, ...), and the record "request" whose live count is the
-// requests in flight. Server.Latencies adds a log2 histogram per opcode
-// (OpLatency: count, total, 30 buckets from under 1 µs to over 9 min,
-// Mean, Quantile) for `smallfs stats`. Latency is the adapter's service
-// time: from the start of its method to the reply handed to go-fuse,
-// volume work included, the kernel's queueing and go-fuse's decoding and
-// reply write not. The counters are resolved once at mount; a request
-// costs two clock reads and five atomic additions (about 150 ns,
+// ns-WRITE, ...), and the record "request" whose live count is the requests
+// in flight. Server.Latencies adds a log2 histogram per opcode (OpLatency:
+// count, total, 30 buckets from under 1 µs to over 9 min, Mean, Quantile)
+// for `smallfs stats`. Latency is the adapter's service time: from the
+// start of its method to the reply handed to go-fuse, volume work included,
+// the kernel's queueing and go-fuse's decoding and reply write not. The
+// counters are resolved once at mount; a request costs two clock reads and
+// five atomic additions, six when it fails (about 150 ns,
 // BenchmarkRequestAccounting) and no allocation.
 //
 // # Costs
 //
-// Per request the adapter adds a handful of field copies to the volume
-// call and no allocation (GETATTR and LOOKUP are asserted at zero
-// allocations, volume included); a READ or WRITE adds one shared lock of
-// the handle table, or in no-open mode two short exclusive ones of the
-// inode files' table (a READ of an inode not held also opens and closes
-// a volume handle: two exclusive metadata locks and a small allocation). Memory: 8 bytes per open file plus go-fuse's request
-// buffers, bounded by Options.MaxInflightRequestBytes (64 MiB by default,
-// about 60 requests of MaxWrite = 1 MiB).
+// Per request the adapter adds a handful of field copies to the volume call
+// and no allocation (GETATTR and LOOKUP are asserted at zero allocations,
+// volume included); a READ or WRITE adds one shared lock of the handle
+// table, or in no-open mode two short exclusive ones of the inode files'
+// table (a READ of an inode not held also opens and closes a volume handle:
+// two exclusive metadata locks and a small allocation). Memory: 8 bytes per
+// open file plus go-fuse's request buffers, bounded by
+// Options.MaxInflightRequestBytes (64 MiB by default, about 60 requests of
+// MaxWrite = 1 MiB).
 //
 // # Figures
 //

@@ -64,7 +64,7 @@ func (op opcode) String() string { return opNames[op] }
 // spent serving them), and the record "request", whose live count is the
 // requests being served; plus a latency histogram per opcode (latency.go).
 // The counters are looked up once, so a request costs two clock reads,
-// four or five atomic adds and no allocation.
+// five atomic adds (six when it fails) and no allocation.
 type counters struct {
 	requests [numOps]*accounting.Counter
 	errors   [numOps]*accounting.Counter
