@@ -38,11 +38,17 @@ func (fs *fileSystem) acquire(fh uint64, ino volume.Ino, write bool) (fileRef, e
 	if err != nil {
 		return fileRef{}, err
 	}
+	return fs.hold(ino, h), nil
+}
+
+// hold lists h as ino's file and returns it in use, or, when another
+// request listed one first, closes h and returns that one.
+func (fs *fileSystem) hold(ino volume.Ino, h *volume.Handle) fileRef {
 	f, spare := fs.inodes.add(ino, h)
-	if spare != nil { // another request opened one first
+	if spare != nil {
 		fs.closeHandle(ino, spare)
 	}
-	return fileRef{h: f.h, f: f}, nil
+	return fileRef{h: f.h, f: f}
 }
 
 // let ends a request's use of r.
@@ -57,11 +63,7 @@ func (fs *fileSystem) let(r fileRef) {
 
 // keepOpen lists h, the handle of a file just created, as ino's file.
 func (fs *fileSystem) keepOpen(ino volume.Ino, h *volume.Handle) {
-	f, spare := fs.inodes.add(ino, h)
-	if spare != nil {
-		fs.closeHandle(ino, spare)
-	}
-	fs.let(fileRef{h: f.h, f: f})
+	fs.let(fs.hold(ino, h))
 }
 
 // closeInodeFiles writes back and closes files taken out of the table. A
