@@ -41,9 +41,10 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 }
 
 // inspect lists the problems of the volume on dev, opened over an overlay
-// so that nothing is written (as openReadOnly does, with progress shown): what Open had to repair on its own (its
-// Recovery), then what Check finds. Metadata too damaged to load is a
-// problem of its own; an I/O failure is an error.
+// so that nothing is written (as openReadOnly does, with progress shown):
+// what Open had to repair on its own (its Recovery), then what Check finds.
+// Metadata too damaged to load is a problem of its own; an I/O failure is
+// an error.
 func inspect(path string, dev device.Device, show status) ([]string, error) {
 	vol, err := volume.Open(overlay.New(dev), volume.Options{CommitInterval: -1, Logger: quiet(), Progress: progressLine(show)})
 	if err != nil {
@@ -59,17 +60,6 @@ func inspect(path string, dev device.Device, show status) ([]string, error) {
 	found := recoveryProblems(vol.Recovery())
 	show("checking")
 	return append(found, problemStrings(vol.Check())...), nil
-}
-
-// progressLine shows Open's progress on fsck's status line.
-func progressLine(show status) func(volume.Progress) {
-	return func(p volume.Progress) {
-		if p.Total > 0 {
-			show(fmt.Sprintf("%s: %d%%", p.Phase, p.Done*100/p.Total))
-			return
-		}
-		show(fmt.Sprintf("%s: %d", p.Phase, p.Done))
-	}
 }
 
 // recoveryProblems are the problems Open repairs by itself. A replayed log

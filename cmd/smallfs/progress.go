@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/smallfs/smallfs/fs/volume"
 )
 
 // status shows what a long job is doing on one terminal line, redrawn in
@@ -28,4 +30,16 @@ func (a *app) status(cmd string) status {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressLine shows volume.Open's progress on a status line (fsck, and a
+// mount in the foreground on a terminal).
+func progressLine(show status) func(volume.Progress) {
+	return func(p volume.Progress) {
+		if p.Total > 0 {
+			show(fmt.Sprintf("%s: %d%%", p.Phase, p.Done*100/p.Total))
+			return
+		}
+		show(fmt.Sprintf("%s: %d", p.Phase, p.Done))
+	}
 }
