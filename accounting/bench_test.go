@@ -3,28 +3,10 @@ package accounting
 import (
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/smallfs/smallfs/internal/cputime"
 )
-
-// cpuPerOp reports, when the returned func runs, the process CPU time per
-// op as "cpu-ns/op". Wall-clock ns/op counts the time the benchmark waits
-// for a core that another engineer's build holds; CPU time does not, so it
-// is the steadier figure on a shared machine. In parallel it is the CPU of
-// all goroutines per op.
-func cpuPerOp(b *testing.B) func() {
-	start := cpuTime()
-	return func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // mutexRecord is the locked equivalent of a Record: the same figures, exact
 // peak and underflow check, one mutex. It exists to be measured against.
@@ -71,14 +53,14 @@ func BenchmarkUpdate(b *testing.B) {
 		{"mutex", func() updater { return new(mutexRecord) }},
 	} {
 		b.Run(impl.name+"/serial", func(b *testing.B) {
-			defer cpuPerOp(b)()
+			defer cputime.PerOp(b)()
 			u := impl.new()
 			for i := 0; b.Loop(); i++ {
 				update(u, i, 64)
 			}
 		})
 		b.Run(impl.name+"/parallel", func(b *testing.B) {
-			defer cpuPerOp(b)()
+			defer cputime.PerOp(b)()
 			u := impl.new()
 			b.RunParallel(func(pb *testing.PB) {
 				for i := 0; pb.Next(); i++ {
@@ -103,14 +85,14 @@ func BenchmarkFloor(b *testing.B) {
 			}
 		}
 		b.Run(fmt.Sprintf("adds=%d/serial", adds), func(b *testing.B) {
-			defer cpuPerOp(b)()
+			defer cputime.PerOp(b)()
 			s := new(stripe)
 			for b.Loop() {
 				op(s)
 			}
 		})
 		b.Run(fmt.Sprintf("adds=%d/parallel", adds), func(b *testing.B) {
-			defer cpuPerOp(b)()
+			defer cputime.PerOp(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				s := new(stripe)
 				for pb.Next() {
@@ -128,7 +110,7 @@ func BenchmarkPeak(b *testing.B) {
 	for _, size := range []int64{64, 4096, 65536} {
 		for _, par := range []bool{false, true} {
 			b.Run(fmt.Sprintf("size=%d/parallel=%v", size, par), func(b *testing.B) {
-				defer cpuPerOp(b)()
+				defer cputime.PerOp(b)()
 				rec := NewRegistry().Layer("l").Type("t")
 				if !par {
 					for i := 0; b.Loop(); i++ {
@@ -149,14 +131,14 @@ func BenchmarkPeak(b *testing.B) {
 // BenchmarkCounter measures Counter.Inc, serial and parallel.
 func BenchmarkCounter(b *testing.B) {
 	b.Run("serial", func(b *testing.B) {
-		defer cpuPerOp(b)()
+		defer cputime.PerOp(b)()
 		c := NewRegistry().Layer("l").Counter("c")
 		for b.Loop() {
 			c.Inc()
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
-		defer cpuPerOp(b)()
+		defer cputime.PerOp(b)()
 		c := NewRegistry().Layer("l").Counter("c")
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {

@@ -4,8 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"syscall"
 	"testing"
+
+	"github.com/smallfs/smallfs/internal/cputime"
 )
 
 // The workloads of ALLOCATOR.md, seeded, on 4 KiB blocks with an
@@ -313,16 +314,6 @@ func BenchmarkNewWithUsed(b *testing.B) {
 	}
 }
 
-// cpuNs is the CPU time of the process so far: on a loaded machine the
-// wall time of a benchmark includes waiting for a core, its CPU time not.
-func cpuNs(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
 // BenchmarkW1Throughput is W1's steady state (allocate and release random
 // power-of-two sizes at a fixed fill) without per-call timing or oracle:
 // ns/op is the time of one Alloc+Free pair, cpu-ns/op its CPU time.
@@ -344,7 +335,7 @@ func BenchmarkW1Throughput(b *testing.B) {
 				}
 				live := h.live
 				b.ResetTimer()
-				cpu0 := cpuNs(b)
+				defer cputime.PerOp(b)()
 				for i := range b.N {
 					j := i & (len(sizes) - 1)
 					e, ok := p.alloc(hints[j], sizes[j], 1)
@@ -355,7 +346,6 @@ func BenchmarkW1Throughput(b *testing.B) {
 					p.free(live[k])
 					live[k] = e
 				}
-				b.ReportMetric(float64(cpuNs(b)-cpu0)/float64(b.N), "cpu-ns/op")
 			})
 		})
 	}

@@ -3,11 +3,10 @@ package iobuf
 import (
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/smallfs/smallfs/accounting"
+	"github.com/smallfs/smallfs/internal/cputime"
 )
 
 var benchSizes = []int{4 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20}
@@ -38,14 +37,14 @@ func BenchmarkGetPut(b *testing.B) {
 
 func serialAndParallel(b *testing.B, name string, op func() []byte) {
 	b.Run(name+"/serial", func(b *testing.B) {
-		defer cpuPerOp(b)()
+		defer cputime.PerOp(b)()
 		b.ReportAllocs()
 		for b.Loop() {
 			op()
 		}
 	})
 	b.Run(name+"/parallel", func(b *testing.B) {
-		defer cpuPerOp(b)()
+		defer cputime.PerOp(b)()
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -83,7 +82,7 @@ func BenchmarkChurn(b *testing.B) {
 				for k := range window {
 					replace(k)
 				}
-				defer cpuPerOp(b)()
+				defer cputime.PerOp(b)()
 				b.ReportAllocs()
 				b.SetBytes(int64(n))
 				var before, after runtime.MemStats
@@ -99,20 +98,3 @@ func BenchmarkChurn(b *testing.B) {
 }
 
 var payload = make([]byte, 1<<20)
-
-// cpuPerOp reports, when the returned func runs, the process CPU time per
-// op as "cpu-ns/op": unlike wall-clock ns/op it leaves out the time spent
-// waiting for a core held by other work on a shared machine. In parallel it
-// is the CPU of all goroutines per op; it includes garbage collection.
-func cpuPerOp(b *testing.B) func() {
-	start := cpuTime()
-	return func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
