@@ -25,6 +25,7 @@ type space struct {
 	used     uint64    // blocks allocated and not freed
 	reserved uint64    // promised to dirty data not yet allocated
 	pending  []pending // freed, not yet durable; in sequence order
+	waiting  uint64    // blocks in pending: allocatable runs on every write
 	ckpt     uint64    // blocks of the newest checkpoint
 }
 
@@ -110,6 +111,7 @@ func (s *space) freeAfter(e alloc.Extent, seq uint64) error {
 	}
 	s.mu.Lock()
 	s.used -= e.Len
+	s.waiting += e.Len
 	if k := len(s.pending) - 1; k >= 0 && s.pending[k].seq == seq {
 		s.pending[k].blocks += e.Len
 	} else {
@@ -125,6 +127,7 @@ func (s *space) durable(seq uint64) {
 	s.mu.Lock()
 	i := 0
 	for i < len(s.pending) && s.pending[i].seq <= seq {
+		s.waiting -= s.pending[i].blocks
 		i++
 	}
 	s.pending = s.pending[i:]
@@ -133,11 +136,7 @@ func (s *space) durable(seq uint64) {
 
 // allocatable returns the blocks the allocator holds free (s.mu held).
 func (s *space) allocatable() uint64 {
-	n := s.dataBlocks - s.used
-	for _, p := range s.pending {
-		n -= p.blocks
-	}
-	return n
+	return s.dataBlocks - s.used - s.waiting
 }
 
 // free returns the blocks neither used, waiting for a commit, nor
