@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/smallfs/smallfs/cmd/smallfs/internal/overlay"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/volume"
 )
@@ -40,16 +39,12 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 	return found, fixed, left, err
 }
 
-// inspect lists the problems of the volume on dev, opened over an overlay
-// so that nothing is written (as openReadOnly does, with progress shown):
-// what Open had to repair on its own (its Recovery), then what Check finds.
-// Metadata too damaged to load is a problem of its own; an I/O failure is
-// an error.
+// inspect lists the problems of the volume on dev, opened read-only with
+// its progress shown: what Open had to repair on its own (its Recovery),
+// then what Check finds. Metadata too damaged to load is a problem of its
+// own; an I/O failure is an error.
 func inspect(path string, dev device.Device, show status) ([]string, error) {
-	vol, err := volume.Open(overlay.New(dev), volume.Options{CommitInterval: -1, Logger: quiet(), Progress: progressLine(show)})
-	if err != nil {
-		err = volumeError(path, err)
-	}
+	vol, err := openReadOnly(path, dev, progressLine(show))
 	switch {
 	case err != nil && volume.IsCorrupt(err):
 		return []string{"metadata cannot be loaded: " + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ")}, nil

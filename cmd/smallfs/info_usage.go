@@ -5,7 +5,7 @@ import "github.com/smallfs/smallfs/fs/device"
 // volumeUsage opens the volume read-only and reads what info shows beyond
 // the superblock: space, files and the allocator's view of free space.
 func volumeUsage(path string, dev device.Device) (*usageInfo, error) {
-	vol, err := openReadOnly(path, dev, quiet())
+	vol, err := openReadOnly(path, dev, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -31,9 +31,10 @@ func makeFilesystem(dev device.Device, blockSize uint32, force bool) error {
 
 // openReadOnly opens the volume on a copy-on-write overlay of dev: the
 // replay and bookkeeping Open does stay in memory and the device is only
-// read. Close the volume when done.
-func openReadOnly(path string, dev device.Device, log logrus.FieldLogger) (*volume.Volume, error) {
-	vol, err := volume.Open(overlay.New(dev), volume.Options{CommitInterval: -1, Logger: log})
+// read. Open tells progress (which may be nil) how far it has got. Close
+// the volume when done.
+func openReadOnly(path string, dev device.Device, progress func(volume.Progress)) (*volume.Volume, error) {
+	vol, err := volume.Open(overlay.New(dev), volume.Options{CommitInterval: -1, Logger: quiet(), Progress: progress})
 	if err != nil {
 		return nil, volumeError(path, err)
 	}
