@@ -33,13 +33,12 @@
 //  3. Window: the offset index is scanned down from hint and up from it,
 //     visiting at most K extents per side ([Options].WindowExtents) and
 //     never farther than D blocks ([Options].WindowBlocks). Candidates are
-//     ranked by shortfall class (full length first), waste class (an
-//     exact fit first, then 1+floor(log2(extent/piece)): an extent less
-//     than twice the piece is the tightest inexact fit), distance to the
-//     hint, offset. A piece is
-//     placed in its extent at the end nearest the hint. A side stops early
-//     once a full-length tight fit is nearer than its next extent: nothing
-//     farther can rank before it.
+//     ranked by shortfall class (full length first), waste class (an exact
+//     fit first, then 1+floor(log2(extent/piece)): an extent less than twice
+//     the piece is the tightest inexact fit), distance to the hint, offset.
+//     A piece is placed in its extent at the end nearest the hint. A side
+//     stops early once a full-length exact fit is nearer than its next
+//     extent: nothing farther can rank before it.
 //  4. Fallback by size: unless the window found a full-length candidate,
 //     the shortest extent of at least want blocks anywhere, the nearest to
 //     the hint among equals; if none holds want, the largest extent (which
@@ -59,18 +58,18 @@
 // root), whatever the size or fragmentation of free space, then at most 2
 // updates of the offset index and 3 of the size index. The offset index
 // orders a before b when a ends at or before b's start, so overlapping
-// extents compare equal: an extent carved from its front or back, or
-// merged with a neighbour, replaces its old key with one ReplaceOrInsert
-// instead of a delete and an insert. A W1 pair (Alloc+Free) costs about
-// eight descents: two for the window, one to find Free's neighbours, the
-// rest updates; the window's ranking is two integer compares per visit. [Stats] reports the totals and the maxima per call:
-// deterministic figures that tests bound. Free finds both neighbours with
-// one descent (from the end of the extent downwards) and makes as many
-// updates as Alloc at most; Commit costs one Free per released extent;
-// Stats, Check and AppendFree walk every free extent.
-// NewWithUsed sorts the used extents (as packed uint64 keys) and inserts
-// each index in its own order. Alloc and Free allocate no heap memory in
-// steady state (a test holds them to 0 allocations).
+// extents compare equal: an extent carved from its front or back, or merged
+// with a neighbour, replaces its old key with one ReplaceOrInsert instead of
+// a delete and an insert. A W1 pair (Alloc+Free) costs about eight descents:
+// two for the window, one to find Free's neighbours, the rest updates; the
+// window's ranking is two integer compares per visit. [Stats] reports the
+// totals and the maxima per call: deterministic figures that tests bound.
+// Free finds both neighbours with one descent (from the end of the extent
+// downwards) and makes as many updates as Alloc at most; Commit costs one
+// Free per released extent; Stats, Check and AppendFree walk every free
+// extent. NewWithUsed sorts the used extents (as packed uint64 keys) and
+// inserts each index in its own order. Alloc and Free allocate no heap
+// memory in steady state (a test holds them to 0 allocations).
 //
 // # Locking
 //

@@ -15,9 +15,9 @@ type pick struct {
 }
 
 // rank orders candidates lexicographically: full length first (short is
-// the power-of-two class of the blocks missing), then the tightest
-// power-of-two fit (waste is floor(log2(extent/piece)): 0 when the extent is
-// less than twice the piece), then nearest to the hint, then lowest offset.
+// the power-of-two class of the blocks missing), then the tightest fit
+// (waste, see wasteOf: 0 for an exact fit, 1 when the extent is less than
+// twice the piece), then nearest to the hint, then lowest offset.
 // The first three are packed into hi (short, waste, dist from the top) so
 // that the window's ranking is two integer compares: a visit compares
 // every extent it looks at.
@@ -42,7 +42,7 @@ func (r rank) dist() uint64 { return r.hi & distMask }
 func (r rank) full() bool { return r.hi>>shortShift == 0 }
 
 // beats reports whether b ranks before every candidate at distance dist or
-// more: b is a full-length, tight fit nearer than dist.
+// more: b is a full-length exact fit (waste 0) nearer than dist.
 func (b *pick) beats(dist uint64) bool {
 	return b.ok && b.rank.hi>>wasteShift == 0 && b.rank.hi < dist
 }

@@ -95,29 +95,28 @@
 // # Output
 //
 // WriteTable prints the terminal table, the machine's load per round above
-// the figures; a status line shows progress only when stdout is a
-// terminal, and a round run under load is also reported on stderr. --json writes the Report (schema Schema:
-// every run and step, the summaries, the ratios and the load per round;
-// an unknown figure is null, never zero). --svg writes a chart made with the standard library:
-// per size, grouped bars of files/s per step and target on a log scale,
-// whiskers from the slowest to the fastest round, and the base target's
-// ratio to each other target above each group; its subtitle sums up the
-// load. --replay FILE prints and
-// charts a saved report without running.
+// the figures; a status line shows progress only when stdout is a terminal,
+// and a round run under load is also reported on stderr. --json writes the
+// Report (schema Schema: every run and step, the summaries, the ratios and
+// the load per round; an unknown figure is null, never zero). --svg writes a
+// chart made with the standard library: per size, grouped bars of files/s
+// per step and target on a log scale, whiskers from the slowest to the
+// fastest round, and the base target's ratio to each other target above each
+// group; its subtitle sums up the load. --replay FILE prints and charts a
+// saved report without running.
 //
 // # Cleanup and errors
 //
-// Everything lives in one scratch directory: images, mount points, logs
-// and, when the running program is not smallfs, a smallfs binary built
-// from the source tree. A run unmounts what it mounted when it ends, when
-// a step fails and on SIGINT or SIGTERM (the loopback and fuse2fs children
-// are in their own process group, so Ctrl-C reaches the driver, which
-// unmounts in order, or sends SIGTERM to a child still mounting; a child
-// also gets SIGTERM if the driver dies, and one that has not exited 30 s
-// after its unmount is killed and fails the run, as does one exiting
-// with an error). A busy mount is
-// retried, then detached (umount -l) and reported. The scratch directory
-// is removed only once nothing is mounted under it.
+// Everything lives in one scratch directory: images, mount points, logs and,
+// when the running program is not smallfs, a smallfs binary built from the
+// source tree. A run unmounts what it mounted when it ends, when a step
+// fails and on SIGINT or SIGTERM (the loopback and fuse2fs children are in
+// their own process group, so Ctrl-C reaches the driver, which unmounts in
+// order, or sends SIGTERM to a child still mounting; a child also gets
+// SIGTERM if the driver dies, and one that has not exited 30 s after its
+// unmount is killed and fails the run, as does one exiting with an error). A
+// busy mount is retried, then detached (umount -l) and reported. The scratch
+// directory is removed only once nothing is mounted under it.
 //
 // Sentinels: ErrUsage (bad flags or workload; every bad field named),
 // ErrUnsupported (a step the filesystem refuses: reported n/a, not a

@@ -16,16 +16,16 @@
 //
 // # Model
 //
-// Size classes are powers of two: 4, 8, 16, 32, 64, 128 KiB on one
-// sync.Pool each (it stores *Buf, so Put does not allocate; idle buffers go
-// back to the heap at garbage collection), and 256 KiB, 512 KiB, 1 MiB on
-// the slab pool, which keeps its idle buffers across collections: per
-// class, four lock-free slots (a Put fills an empty one with a
-// compare-and-swap, a Get empties one with a swap, so a buffer changes
-// hands whole) and behind them a mutex-guarded stack. Requests below 4 KiB get a 4 KiB buffer; above 1 MiB,
-// a heap buffer rounded up to 4 KiB that Put drops. Every buffer's first
-// byte is aligned to Align (4096) for O_DIRECT: the Go heap gives that for
-// these sizes today, and alignedMake checks and over-allocates if not.
+// Size classes are powers of two: 4, 8, 16, 32, 64, 128 KiB on one sync.Pool
+// each (it stores *Buf, so Put does not allocate; idle buffers go back to
+// the heap at garbage collection), and 256 KiB, 512 KiB, 1 MiB on the slab
+// pool, which keeps its idle buffers across collections: per class, four
+// lock-free slots (a Put fills an empty one with a compare-and-swap, a Get
+// empties one with a swap, so a buffer changes hands whole) and behind them
+// a mutex-guarded stack. Requests below 4 KiB get a 4 KiB buffer; above
+// 1 MiB, a heap buffer rounded up to 4 KiB that Put drops. Every buffer's
+// first byte is aligned to Align (4096) for O_DIRECT: the Go heap gives that
+// for these sizes today, and alignedMake checks and over-allocates if not.
 //
 // The slab pool owns at most Options.SlabLimit bytes (default 64 MiB), lent
 // plus idle. A Get past the bound first drops an idle slab of another class
