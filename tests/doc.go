@@ -24,8 +24,9 @@
 //   - harness_test.go: newMount and its cleanup, TestMain's check that no
 //     mount is left behind; daemon_test.go: the test binary re-executed as
 //     a serving process (kill -9, memory figures); helpers_test.go.
-//   - posix_test.go: go-fuse's conformance suite (posixtest.All), with the
-//     two tests that do not apply skipped and the reason next to them.
+//   - posix_test.go: go-fuse's conformance suite (posixtest.All) in both
+//     modes, with the one test that does not apply skipped and the reason
+//     next to it.
 //   - ops_test.go: every operation of the FUSE surface through syscalls.
 //   - scenario_test.go: large directories, links, renames, sparse and large
 //     files, O_APPEND writers, statfs, mount options.
@@ -38,6 +39,7 @@
 //   - noopen_test.go: no-open mode's write-back paths (past its limits,
 //     fsync by inode, O_TRUNC, an unlinked open file); posixtest, O_APPEND
 //     writers and remount run in both modes.
+//   - tmpfile_test.go: O_TMPFILE, linkat of it and O_EXCL, in both modes.
 //   - mountflags_test.go: generic mount flags in force at mount time.
 //   - concurrency_test.go: writers, readers and renamers at once.
 //   - bench_test.go: memory per file, ls and ls -l with each READDIRPLUS
