@@ -29,7 +29,10 @@
 // When the kernel lets go (our unmount, umount(8), fusermount3 -u) the
 // volume is closed: write-back, checkpoint, clean flag; exit 0, or 1 if
 // that failed. Signals are caught from the first instant, so one arriving
-// while the volume opens waits instead of killing the process.
+// while the volume opens waits instead of killing the process. A long open
+// (replay, free-space rebuild) shows its progress on the status line of a
+// foreground mount on a terminal, else in the log every 10 s once it has
+// taken 10 s (mount_progress.go).
 //
 // # Reaching a running daemon
 //
