@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"cmp"
 	"slices"
 )
 
@@ -18,15 +19,7 @@ type batch struct {
 }
 
 func (p *pending) add(e Extent, epoch uint64) {
-	i, found := slices.BinarySearchFunc(p.batches, epoch, func(b batch, ep uint64) int {
-		switch {
-		case b.epoch < ep:
-			return -1
-		case b.epoch > ep:
-			return 1
-		}
-		return 0
-	})
+	i, found := slices.BinarySearchFunc(p.batches, epoch, func(b batch, ep uint64) int { return cmp.Compare(b.epoch, ep) })
 	if !found {
 		p.batches = slices.Insert(p.batches, i, batch{epoch: epoch})
 	}
