@@ -51,7 +51,7 @@ func (a *Allocator) Alloc(hint, want, min uint64) (Extent, error) {
 	defer a.mu.Unlock()
 	var c cost
 	p, ok := a.free.near(hint, want, min, a.opts.WindowExtents, a.opts.WindowBlocks, &c)
-	a.stats.record(c, p, ok, hint)
+	a.stats.record(c, p, ok, hint, a.opts.WindowBlocks)
 	if !ok {
 		a.meter.enospc.Inc()
 		largest, _ := a.free.bySize.largest()

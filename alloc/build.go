@@ -25,7 +25,6 @@ func NewWithUsed(capacity uint64, used []Extent, opts Options) (*Allocator, erro
 		return nil, fmt.Errorf("%w: %d blocks not in [1, %d]", ErrCapacity, capacity, uint64(MaxCapacity))
 	}
 	a := &Allocator{opts: opts, capacity: capacity}
-	a.stats.window = opts.WindowBlocks
 	// Sorting packed keys (offset-major) is several times faster than
 	// sorting Extents with a comparison function, and takes half the memory.
 	keys := make([]uint64, len(used))

@@ -37,10 +37,11 @@ type Stats struct {
 type counters struct {
 	calls, failed, atHint, near     uint64
 	visits, seeks, maxVis, maxSeeks uint64
-	window                          uint64 // D, to class calls as near
 }
 
-func (s *counters) record(c cost, p pick, ok bool, hint uint64) {
+// record adds one call; window is D ([Options].WindowBlocks), which
+// classes a call as near.
+func (s *counters) record(c cost, p pick, ok bool, hint, window uint64) {
 	s.calls++
 	s.visits += c.visits
 	s.seeks += c.seeks
@@ -51,7 +52,7 @@ func (s *counters) record(c cost, p pick, ok bool, hint uint64) {
 		s.failed++
 	case p.p.Off == hint:
 		s.atHint++
-	case p.rank.dist() <= s.window:
+	case p.rank.dist() <= window:
 		s.near++
 	}
 }
