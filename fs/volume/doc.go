@@ -221,10 +221,9 @@
 // v.mu held) or Check (ckptMu inside v.mu) would then deadlock with it;
 // it needs ckptMu taken outside v.mu first.
 //
-// ReadDir and
-// ReadDirPlus callbacks run under the read lock and must not call the
-// volume (a writer queued on the RWMutex would deadlock them). Lookup
-// counts are atomics, bumped under the read lock.
+// ReadDir and ReadDirPlus callbacks run under the read lock and must not
+// call the volume (a writer queued on the RWMutex would deadlock them).
+// Lookup counts are atomics, bumped under the read lock.
 //
 // # Errors
 //

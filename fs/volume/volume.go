@@ -141,7 +141,7 @@ func (v *Volume) attr(ino Ino, n *inode) Attr {
 	return a
 }
 
-// bumpTimes is the attribute change of a directory whose entries changed.
+// touchDir is the attribute change of a directory whose entries changed.
 func touchDir(r *format.InodeRec, now int64) { r.Mtime, r.Ctime = now, now }
 
 func blocksIn(es []alloc.Extent) uint64 {
