@@ -200,11 +200,13 @@ func (v *Volume) dropDirty(fd *fileData) {
 	fd.blocks = 0
 }
 
-// releaseAll gives back blocks allocated for a write-back that failed.
+// releaseAll gives back at once blocks no durable record needs: those of
+// a failed write-back, of a checkpoint not made current, or of one no
+// superblock slot names any more.
 func (v *Volume) releaseAll(es []alloc.Extent) {
 	for _, e := range es {
 		if err := v.space.release(e); err != nil {
-			v.opts.Logger.WithError(err).Error("cannot give back blocks of a failed write-back")
+			v.opts.Logger.WithError(err).WithField("extent", e).Error("cannot give back blocks")
 		}
 	}
 }
