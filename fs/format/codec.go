@@ -26,26 +26,25 @@ func AppendRecord(dst []byte, r Record) []byte {
 	switch r := r.(type) {
 	case *InodeRec:
 		return AppendInode(dst, r)
+	case InodeRec:
+		return AppendInode(dst, &r)
 	case *DirentRec:
 		return AppendDirent(dst, r)
+	case DirentRec:
+		return AppendDirent(dst, &r)
 	case *ExtentsRec:
 		return AppendExtents(dst, r)
+	case ExtentsRec:
+		return AppendExtents(dst, &r)
 	}
 	start := len(dst)
 	dst = append(dst, byte(r.Type()), 0)
 	switch r := deref(r).(type) {
-	case InodeRec:
-		dst = appendInodeBody(dst, &r)
 	case InodeFreeRec:
 		dst = binary.AppendUvarint(dst, r.Ino)
-	case DirentRec:
-		dst = appendDirentBody(dst, &r)
 	case DirentDelRec:
 		dst = binary.AppendUvarint(dst, r.Parent)
 		dst = appendString(dst, r.Name)
-	case ExtentsRec:
-		dst = binary.AppendUvarint(dst, r.Ino)
-		dst = appendExtents(dst, r.Extents)
 	case InlineRec:
 		dst = binary.AppendUvarint(dst, r.Ino)
 		dst = appendBytes(dst, r.Data)
@@ -68,27 +67,7 @@ func AppendRecord(dst []byte, r Record) []byte {
 // AppendInode is AppendRecord for an inode record, without boxing it.
 func AppendInode(dst []byte, r *InodeRec) []byte {
 	start := len(dst)
-	dst = appendInodeBody(append(dst, byte(RecInode), 0), r)
-	return endFrame(dst, start)
-}
-
-// AppendDirent is AppendRecord for a directory entry, without boxing it.
-func AppendDirent(dst []byte, r *DirentRec) []byte {
-	start := len(dst)
-	dst = appendDirentBody(append(dst, byte(RecDirent), 0), r)
-	return endFrame(dst, start)
-}
-
-// AppendExtents is AppendRecord for an extent map, without boxing it.
-func AppendExtents(dst []byte, r *ExtentsRec) []byte {
-	start := len(dst)
-	dst = binary.AppendUvarint(append(dst, byte(RecExtents), 0), r.Ino)
-	dst = appendExtents(dst, r.Extents)
-	return endFrame(dst, start)
-}
-
-func appendInodeBody(dst []byte, r *InodeRec) []byte {
-	dst = binary.AppendUvarint(dst, r.Ino)
+	dst = binary.AppendUvarint(append(dst, byte(RecInode), 0), r.Ino)
 	dst = binary.AppendUvarint(dst, r.Gen)
 	dst = binary.AppendUvarint(dst, uint64(r.Mode))
 	dst = binary.AppendUvarint(dst, uint64(r.Nlink))
@@ -99,14 +78,26 @@ func appendInodeBody(dst []byte, r *InodeRec) []byte {
 	dst = binary.AppendUvarint(dst, r.Size)
 	dst = binary.AppendVarint(dst, r.Atime)
 	dst = binary.AppendVarint(dst, r.Mtime-r.Atime)
-	return binary.AppendVarint(dst, r.Ctime-r.Mtime)
+	dst = binary.AppendVarint(dst, r.Ctime-r.Mtime)
+	return endFrame(dst, start)
 }
 
-func appendDirentBody(dst []byte, r *DirentRec) []byte {
-	dst = binary.AppendUvarint(dst, r.Parent)
+// AppendDirent is AppendRecord for a directory entry, without boxing it.
+func AppendDirent(dst []byte, r *DirentRec) []byte {
+	start := len(dst)
+	dst = binary.AppendUvarint(append(dst, byte(RecDirent), 0), r.Parent)
 	dst = binary.AppendUvarint(dst, r.Ino)
 	dst = binary.AppendUvarint(dst, r.Cookie)
-	return appendString(dst, r.Name)
+	dst = appendString(dst, r.Name)
+	return endFrame(dst, start)
+}
+
+// AppendExtents is AppendRecord for an extent map, without boxing it.
+func AppendExtents(dst []byte, r *ExtentsRec) []byte {
+	start := len(dst)
+	dst = binary.AppendUvarint(append(dst, byte(RecExtents), 0), r.Ino)
+	dst = appendExtents(dst, r.Extents)
+	return endFrame(dst, start)
 }
 
 // endFrame writes the body length of the record starting at start, whose
