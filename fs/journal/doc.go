@@ -81,6 +81,7 @@
 //
 // Group commit serves about four fsyncs per device flush pair at 8
 // goroutines: 4.1x the syncs/s of a single caller on the same file.
-// (Remeasured at the end of the day, after the record encoders stopped
-// boxing: Append was ~730 ns in the first run.)
+// (Remeasured at the end of the day; the first run gave Append ~730 ns,
+// on a busier machine and before the encoder changes: which counted
+// more was not measured.)
 package journal
