@@ -59,7 +59,7 @@ func (v *Volume) killPrivNow(ino Ino, n *inode) error {
 	r := n.record(ino)
 	_, changed := killPriv(ino, n, &r)
 	v.mu.RUnlock()
-	if !changed { // the common case: nothing to clear, no lock taken
+	if !changed { // the common case: nothing to clear, no write lock taken
 		return nil
 	}
 	v.mu.Lock()
