@@ -271,8 +271,10 @@
 // Lookup: one hash and one map probe (or a scan of at most 16 entries).
 // ReadDir: a binary search, then O(entries listed). Create+write+close of a
 // small file: two transactions (the create; the inode and its extent map
-// at write-back), one device write, no device read. Read of a committed
-// file: one device read per extent touched, none when inline or dirty.
+// at write-back), one device write, no device read; at most
+// InlineThreshold bytes, the inode and its inline data and no device
+// write. Read of a committed file: one device read per extent touched,
+// none when inline or dirty.
 // Open: O(records in the checkpoint and in the log since); the checkpoint
 // is read with format.ScanCheckpoint (no allocation per record but the
 // extent maps) and each directory indexed once at its end. 10^6 empty
