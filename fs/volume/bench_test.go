@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/internal/cputime"
 )
 
 var (
@@ -245,21 +246,13 @@ func timeOpen(b *testing.B, path string, after func(*Volume)) (wall, cpu time.Du
 	dev, err := device.Open(path, device.Options{})
 	ok(b, err)
 	runtime.GC()
-	cpu0, start := cpuTime(), time.Now()
+	cpu0, start := cputime.Process(), time.Now()
 	v, err := Open(dev, Options{CommitInterval: -1})
-	wall, cpu = time.Since(start), cpuTime()-cpu0
+	wall, cpu = time.Since(start), cputime.Process()-cpu0
 	ok(b, err)
 	after(v)
 	ok(b, dev.Close())
 	return wall, cpu
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkInline measures what Options.InlineThreshold trades: heap bytes
