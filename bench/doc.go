@@ -47,6 +47,10 @@
 // it exits first or takes 30 s, and its output goes to a log beside the
 // mount point whose last line the error quotes.
 //
+// A target "smallfs:OPTS" is smallfs mounted with -o OPTS added to
+// --smallfs-opts, so settings can be compared side by side in one run
+// ("smallfs smallfs:no_open=on"); its name labels it in the report.
+//
 // With --pools, "smallfs-nopool" mounts smallfs with PoolOption
 // (iobuf_pool=off) to show what the iobuf pools earn, and "smallfs" gets
 // iobuf_pool=on where the help lists "on", so the default does not

@@ -39,6 +39,8 @@ target (smallfs) to each other one.
 Targets (default: smallfs loopback ext4-loop):
   smallfs     mkfs an image in the scratch directory, mount it, run,
               unmount, fsck it (a run that leaves it unclean fails)
+  smallfs:OPTS  the same with -o OPTS added, beside plain smallfs to
+              compare settings (e.g. smallfs:no_open=on)
   loopback    go-fuse's passthrough filesystem over an ext4 loop image
               (over the scratch directory where loop mounts are refused)
   fuse2fs     e2fsprogs' fuse2fs serving an ext4 image (skipped when

@@ -135,13 +135,24 @@ func setupTargets(ctx context.Context, c *config, s *scratch, rep *Report, prog 
 		seen[name] = true
 		prog.status("preparing " + name)
 		var ts []Target
-		switch name {
+		kind, variantOpts, variant := strings.Cut(name, ":")
+		if !variant || kind != "smallfs" {
+			kind = name
+		}
+		switch kind {
 		case "smallfs":
 			if bin == "" {
 				if bin, err = smallfsBinaryFor(ctx, c, s); err != nil {
 					skip(name, err)
 					continue
 				}
+			}
+			if variant {
+				if variantOpts == "" {
+					return nil, fmt.Errorf("%w: target %s names no mount options (smallfs:OPT,...)", ErrUsage, name)
+				}
+				ts = append(ts, newSmallfs(name, bin, joinOpts(c.smallfsOpts, variantOpts), s))
+				break
 			}
 			ts = append(ts, smallfsTargets(ctx, c, bin, s, skip)...)
 		case "loopback":

@@ -24,6 +24,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--rounds", "0"},
 		{"--nonsense"},
 		{"/no/such/directory"},
+		{"smallfs:"},
 	} {
 		var out, errOut bytes.Buffer
 		scratch := t.TempDir()
@@ -117,5 +118,33 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if b, err := os.ReadFile(svgPath); err != nil || !bytes.Contains(b, []byte("smallfs ÷ loopback")) {
 		t.Errorf("chart: %v", err)
+	}
+}
+
+// TestVariantTarget runs smallfs beside smallfs:OPTS and checks the
+// options reached the variant's mount: in no-open mode a create is a MKNOD.
+func TestVariantTarget(t *testing.T) {
+	needFUSEMount(t)
+	scratch, dir := t.TempDir(), t.TempDir()
+	rep := runBrief(t, scratch, dir, "smallfs", "smallfs:no_open=on,commit_interval=2")
+	if len(rep.Runs) != 2 || len(rep.Ratios) != 1 {
+		t.Fatalf("%d runs, %d ratios; want 2, 1", len(rep.Runs), len(rep.Ratios))
+	}
+	plain, variant := rep.Runs[0], rep.Runs[1]
+	if plain.Target != "smallfs" || variant.Target != "smallfs:no_open=on,commit_interval=2" {
+		t.Fatalf("targets %q, %q", plain.Target, variant.Target)
+	}
+	if plain.Error != "" || variant.Error != "" {
+		t.Fatalf("errors: %q, %q", plain.Error, variant.Error)
+	}
+	if rt := plain.Ops[0].Requests; rt["CREATE"] != 1 || rt["MKNOD"] != 0 {
+		t.Errorf("smallfs create: %v", rt)
+	}
+	// The mount's first CREATE is answered ENOSYS, then MKNOD serves.
+	if rt := variant.Ops[0].Requests; rt["CREATE"] > 0.1 || rt["MKNOD"] != 1 {
+		t.Errorf("smallfs:no_open=on create: %v, want MKNOD instead of CREATE", rt)
+	}
+	if names, _ := readNames(scratch); len(names) != 0 {
+		t.Errorf("scratch directory left behind: %v", names)
 	}
 }

@@ -55,7 +55,9 @@ func (t *smallfsTarget) Detail() string {
 }
 
 func (t *smallfsTarget) Mount(ctx context.Context, space int64) (string, error) {
-	t.img = t.s.path(t.name, ".img")
+	// A variant's name ("smallfs:procs=1,...") would put commas into the
+	// log_file option below.
+	t.img = t.s.path(pathSafe(t.name), ".img")
 	t.mnt = strings.TrimSuffix(t.img, ".img")
 	if _, err := command(ctx, 5*time.Minute, t.bin, "mkfs", "--size", strconv.FormatInt(space, 10), t.img); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrTarget, err)
@@ -197,4 +199,16 @@ func helpOptions(help string) map[string]string {
 		}
 	}
 	return opts
+}
+
+// pathSafe maps a target name to a file name of letters, digits, '-' and
+// '_' only.
+func pathSafe(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, name)
 }
