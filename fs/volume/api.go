@@ -84,7 +84,7 @@ type Attr struct {
 	Gid     uint32
 	Rdev    uint32
 	Size    uint64
-	Blocks  uint64 // 512-byte units actually allocated (inline data counts 0)
+	Blocks  uint64 // 512-byte units allocated, or reserved for data not yet written back (inline data counts 0)
 	Blksize uint32
 	Atime   int64
 	Mtime   int64

@@ -19,12 +19,16 @@ import (
 // reads. Size and mtime run ahead of the inode's committed ones while
 // ahead is set; GetAttr reads them atomically under the metadata lock.
 type fileData struct {
-	mu      sync.RWMutex // the data lock: read for reads, write for the rest
-	chunks  map[uint64]*iobuf.Buf
-	dirty   int64        // bytes in chunks
-	blocks  uint64       // blocks reserved for the chunks (space.reserve)
-	writers atomic.Int32 // handles open for writing: open adds under mu, Release drops under the data lock
-	home    Ino          // directory whose cursor places the data
+	mu     sync.RWMutex // the data lock: read for reads, write for the rest
+	chunks map[uint64]*iobuf.Buf
+	dirty  int64  // bytes in chunks
+	blocks uint64 // blocks reserved for the chunks (space.reserve)
+	// unwritten is the chunks' blocks until the write-back that places
+	// them commits (under v.mu): GetAttr adds it to st_blocks, as ext4
+	// counts delayed allocation, without taking the data lock.
+	unwritten atomic.Int64
+	writers   atomic.Int32 // handles open for writing: open adds under mu, Release drops under the data lock
+	home      Ino          // directory whose cursor places the data
 
 	size  atomic.Uint64
 	mtime atomic.Int64
@@ -165,6 +169,7 @@ func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
 			return nil, err
 		}
 		fd.blocks += need - held
+		fd.unwritten.Add(int64(need - held))
 	}
 	if !ok {
 		bb = v.getBuf(roundUp(want, uint64(v.blockSize)))
@@ -173,6 +178,7 @@ func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
 			v.putBuf(bb)
 			v.space.unreserve(need - held)
 			fd.blocks -= need - held
+			fd.unwritten.Add(-int64(need - held))
 			return nil, err
 		}
 		if fd.chunks == nil {
@@ -275,6 +281,8 @@ func (v *Volume) truncateDirty(fd *fileData, size uint64) {
 		freed := blocksFor(uint64(len(b)), v.blockSize) - blocksFor(keep, v.blockSize)
 		v.space.unreserve(freed)
 		fd.blocks -= freed
+		fd.unwritten.Add(-int64(freed))
+
 		clear(b[keep:]) // bytes past len stay zero (see writeBlocks)
 		if keep == 0 {
 			v.putBuf(bb)

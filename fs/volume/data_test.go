@@ -59,6 +59,12 @@ func TestWriteRead(t *testing.T) {
 		if got := must[Attr](t)(v.GetAttr(a.Ino)); got.Size != uint64(size) {
 			t.Fatalf("size %d: dirty size %d", size, got.Size)
 		}
+		// Unwritten data counts in st_blocks at its reserved blocks (du
+		// right after a write, as on ext4).
+		if want := (uint64(size) + 4095) / 4096 * 8; must[Attr](t)(v.GetAttr(a.Ino)).Blocks != want {
+			t.Fatalf("size %d: dirty Blocks %d, want %d", size, must[Attr](t)(v.GetAttr(a.Ino)).Blocks, want)
+		}
+
 		ok(t, h.Release())
 		if got := readFile(t, v, a.Ino); !bytes.Equal(got, data) {
 			t.Fatalf("size %d: read back %d bytes, differ", size, len(got))

@@ -136,8 +136,14 @@ func (v *Volume) attr(ino Ino, n *inode) Attr {
 		for _, e := range n.x.extents {
 			a.Blocks += e.Len
 		}
+		if n.x.data != nil {
+			// Dirty data holds reserved blocks, as ext4's delayed
+			// allocation does: du sees a file just written.
+			a.Blocks += uint64(max(0, n.x.data.unwritten.Load()))
+		}
 		a.Blocks *= uint64(v.blockSize) / 512
 	}
+
 	return a
 }
 

@@ -51,6 +51,7 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	}
 	v.freeAfter(dropped, seq)
 	fd.ahead.Store(false)
+	fd.unwritten.Store(0) // now in n's extents
 	v.mu.Unlock()
 	v.dropDirty(fd)
 	v.acct.writebacks.Inc()
@@ -198,6 +199,8 @@ func (v *Volume) dropDirty(fd *fileData) {
 	v.unmarkDirty(fd)
 	v.space.unreserve(fd.blocks)
 	fd.blocks = 0
+	fd.unwritten.Store(0)
+
 }
 
 // releaseAll gives back at once blocks no durable record needs: those of
