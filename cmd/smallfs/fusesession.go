@@ -58,13 +58,15 @@ func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.P
 		ReadOnly:        c.ReadOnly,
 		// The generic options (noexec, noatime, sync, ...) are applied by
 		// the mount itself; suid and dev only when asked for.
-		MountFlags: c.Flags,
-		Suid:       c.Flags&syscall.MS_NOSUID == 0,
-		Dev:        c.Flags&syscall.MS_NODEV == 0,
-		NoOpen:     c.NoOpen,
-		FsName:     c.FsName,
-		Debug:      c.Debug,
-		Logger:     log,
+		MountFlags:   c.Flags,
+		Suid:         c.Flags&syscall.MS_NOSUID == 0,
+		Dev:          c.Flags&syscall.MS_NODEV == 0,
+		NoOpen:       c.NoOpen,
+		FlushOnClose: c.FlushOnClose,
+
+		FsName: c.FsName,
+		Debug:  c.Debug,
+		Logger: log,
 	})
 	if err != nil {
 		if cerr := vol.Close(); cerr != nil {

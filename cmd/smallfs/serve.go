@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -46,7 +47,14 @@ func (a *app) serve(p mountopt.Args) error {
 		"log": mlog.dest, "background": a.notifier != nil,
 	}).Info("mounting")
 
+	procs := p.Config.Procs
+	if procs == 0 {
+		procs = mountopt.AutoProcs(runtime.NumCPU())
+	}
+	runtime.GOMAXPROCS(procs)
+
 	sess, err := a.open(p, log)
+
 	if err != nil {
 		log.WithError(err).Error("mount failed")
 		return err

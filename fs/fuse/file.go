@@ -13,14 +13,15 @@ import (
 
 // openFlags chooses the kernel's caching for a new open file. The page
 // cache is kept across opens because nothing but this mount changes the
-// file. A read-only open gets no FLUSH at close: it has nothing to write,
-// so the round trip could only ever answer OK.
+// file. close(2) sends no FLUSH unless FlushOnClose asks for write-back
+// there; a read-only open never needs one: it has nothing to write, so
+// the round trip could only ever answer OK.
 func (fs *fileSystem) openFlags(flags uint32) uint32 {
 	var f uint32
 	if !fs.opts.DropCache {
 		f |= fuse.FOPEN_KEEP_CACHE
 	}
-	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+	if !fs.opts.FlushOnClose || flags&syscall.O_ACCMODE == syscall.O_RDONLY {
 		f |= fuse.FOPEN_NOFLUSH
 	}
 	return f
@@ -120,8 +121,10 @@ func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 	return uint32(n), fs.done(opWrite, start, in.NodeId, err)
 }
 
-// Flush runs at every close of a writable open file: delayed allocation
-// happens here at the latest, so ENOSPC and I/O errors reach close(2).
+// Flush runs at every close(2) of a writable open file under
+// FlushOnClose (other opens carry FOPEN_NOFLUSH): delayed allocation
+// happens here at the latest, so I/O errors reach close(2).
+
 // In no-open mode it answers ENOSYS, and the kernel stops sending it:
 // space is reserved at write(2), which reports ENOSPC.
 func (fs *fileSystem) Flush(_ <-chan struct{}, in *fuse.FlushIn) fuse.Status {

@@ -324,15 +324,16 @@ func TestDotDot(t *testing.T) {
 // READ (from memory, as on a device without a descriptor), FLUSH,
 // RELEASE.
 func TestReadWrite(t *testing.T) {
-	fs := newTestFS(t)
+	fs := newTestFS(t, func(o *Options) { o.FlushOnClose = true })
 	var out fuse.CreateOut
 	in := fuse.CreateIn{InHeader: header(1), Flags: syscall.O_RDWR, Mode: 0o644}
 	if st := fs.Create(nil, &in, "f", &out); st != fuse.OK {
 		t.Fatal(st)
 	}
 	if out.OpenFlags&fuse.FOPEN_KEEP_CACHE == 0 || out.OpenFlags&fuse.FOPEN_NOFLUSH != 0 {
-		t.Errorf("open flags of a read-write create: %#x", out.OpenFlags)
+		t.Errorf("open flags of a read-write create under FlushOnClose: %#x", out.OpenFlags)
 	}
+
 	w := fuse.WriteIn{InHeader: header(out.NodeId), Fh: out.Fh, Offset: 3}
 	if n, st := fs.Write(nil, &w, []byte("hello")); st != fuse.OK || n != 5 {
 		t.Fatalf("write: %d %v", n, st)
@@ -724,4 +725,34 @@ func TestZeroCopyRead(t *testing.T) {
 	if err := vol.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestNoFlushByDefault: without FlushOnClose no open asks for a FLUSH at
+// close; the data is written back at RELEASE.
+func TestNoFlushByDefault(t *testing.T) {
+	fs := newTestFS(t)
+	var out fuse.CreateOut
+	in := fuse.CreateIn{InHeader: header(1), Flags: syscall.O_WRONLY, Mode: 0o644}
+	if st := fs.Create(nil, &in, "f", &out); st != fuse.OK {
+		t.Fatal(st)
+	}
+	if out.OpenFlags&fuse.FOPEN_NOFLUSH == 0 || out.OpenFlags&fuse.FOPEN_KEEP_CACHE == 0 {
+		t.Errorf("open flags of a write-only create: %#x, want NOFLUSH and KEEP_CACHE", out.OpenFlags)
+	}
+	w := fuse.WriteIn{InHeader: header(out.NodeId), Fh: out.Fh}
+	if n, st := fs.Write(nil, &w, []byte("hello")); st != fuse.OK || n != 5 {
+		t.Fatalf("write: %d %v", n, st)
+	}
+	fs.Release(nil, &fuse.ReleaseIn{InHeader: header(out.NodeId), Fh: out.Fh})
+	if d := fs.vol.DirtyBytes(); d != 0 {
+		t.Errorf("%d bytes still dirty after RELEASE, want them written back", d)
+	}
+	var o fuse.OpenOut
+	if st := fs.Open(nil, &fuse.OpenIn{InHeader: header(out.NodeId), Flags: syscall.O_RDWR}, &o); st != fuse.OK {
+		t.Fatal(st)
+	}
+	if o.OpenFlags&fuse.FOPEN_NOFLUSH == 0 {
+		t.Errorf("read-write open: %#x, want NOFLUSH", o.OpenFlags)
+	}
+	fs.Forget(out.NodeId, 1)
 }

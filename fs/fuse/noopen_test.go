@@ -37,14 +37,8 @@ func (fs *testFS) read(t testing.TB, node uint64, size int) string {
 }
 
 // allocated reports whether node's data has blocks, i.e. was written back.
-func (fs *testFS) allocated(t testing.TB, node uint64) bool {
-	t.Helper()
-	var out fuse.AttrOut
-	if st := fs.GetAttr(nil, &fuse.GetAttrIn{InHeader: header(node)}, &out); st != fuse.OK {
-		t.Fatalf("getattr %d: %v", node, st)
-	}
-	return out.Blocks > 0
-}
+// dirty is the data the volume holds not yet written back, in bytes.
+func (fs *testFS) dirty() int64 { return fs.vol.DirtyBytes() }
 
 // TestNoOpen: CREATE, OPEN and FLUSH answer ENOSYS without counting as
 // errors; MKNOD of a regular file keeps it open as the inode's file, which
@@ -75,8 +69,8 @@ func TestNoOpen(t *testing.T) {
 	if listed, queued := fs.inodes.counts(); listed != 1 || queued != 1 {
 		t.Errorf("open inode files: %d listed, %d queued; want 1, 1", listed, queued)
 	}
-	if fs.allocated(t, c.NodeId) {
-		t.Error("data allocated before any write-back")
+	if d := fs.dirty(); d != 4096 {
+		t.Errorf("%d bytes dirty before any write-back, want 4096", d)
 	}
 	fs.Release(nil, &fuse.ReleaseIn{InHeader: header(c.NodeId)})
 	fs.Forget(c.NodeId, 1)
@@ -123,11 +117,17 @@ func TestNoOpenLimits(t *testing.T) {
 	if listed, queued := fs.inodes.counts(); listed != keep || queued != keep {
 		t.Errorf("%d listed, %d queued, want %d", listed, queued, keep)
 	}
-	for i, n := range nodes {
-		if want := i < len(nodes)-keep; fs.allocated(t, n) != want {
-			t.Errorf("file %d written back: %v, want %v", i, !want, want)
+	// The newest are the ones still dirty: FORGET writes each back.
+	for i, n := range nodes[len(nodes)-keep:] {
+		if d, want := fs.dirty(), int64(keep-i)*4096; d != want {
+			t.Errorf("%d bytes dirty, want %d", d, want)
 		}
+		fs.Forget(n, 1)
 	}
+	if d := fs.dirty(); d != 0 {
+		t.Errorf("%d bytes dirty after FORGET of the newest, want 0", d)
+	}
+
 }
 
 func TestNoOpenOptions(t *testing.T) {

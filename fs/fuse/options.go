@@ -93,6 +93,14 @@ type Options struct {
 	// Default false: the cache is kept across opens (FOPEN_KEEP_CACHE),
 	// and the kernel still drops it when it sees the size or mtime change.
 	DropCache bool
+	// FlushOnClose writes a file's data back at every close(2) of a
+	// writable open (a FLUSH request), so close reports write-back errors,
+	// as NFS does. Default false: every open gets FOPEN_NOFLUSH, close(2)
+	// costs no round trip, and the data is written back at RELEASE, which
+	// the kernel sends after close(2) returns; errors then reach fsync, as
+	// with kernel ext4 or XFS. ENOSPC still comes from write(2) either way
+	// (space is reserved there).
+	FlushOnClose bool
 	// NoOpen tells the kernel that OPEN and FLUSH are not implemented, so
 	// it opens and closes regular files without a round trip (no OPEN,
 	// FLUSH or RELEASE; READ and WRITE carry file handle 0). Delayed

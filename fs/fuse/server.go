@@ -113,7 +113,13 @@ func (o *Options) mountOptions(direct bool) *fuse.MountOptions {
 	if !o.NoOpen {
 		mo.ExtraCapabilities |= fuse.CAP_ATOMIC_O_TRUNC
 	}
+	// Every change of a file's data passes through this mount's page
+	// cache, so a new mtime from GETATTR says nothing the kernel does not
+	// know: without AUTO_INVAL_DATA a file just written is read back from
+	// the cache (a size change still drops it).
+	mo.DisabledCapabilities = fuse.CAP_AUTO_INVAL_DATA
 	if o.ReadDirPlus == ReadDirPlusAuto {
+
 		mo.ExtraCapabilities |= fuse.CAP_READDIRPLUS_AUTO
 	}
 	if !o.NoDefaultPermissions {

@@ -39,6 +39,14 @@ type Config struct {
 	// NoOpen makes the kernel open and close regular files without a
 	// round trip (no_open=on): fs/fuse Options.NoOpen. Default off.
 	NoOpen bool
+	// FlushOnClose writes data back at every close(2) so that close
+	// reports write-back errors (flush_on_close=): fs/fuse
+	// Options.FlushOnClose. Default off: errors reach fsync, as on ext4.
+	FlushOnClose bool
+	// Procs is how many CPUs run the daemon's Go code at once
+	// (GOMAXPROCS, procs=). Default 0, "auto": half the CPUs, at least
+	// one (AutoProcs).
+	Procs int
 	// IobufPool pools the volume's dirty-data buffers (iobuf_pool=); off
 	// allocates each one, to measure what the pools gain. Default on.
 	IobufPool bool
@@ -187,6 +195,9 @@ func (c Config) String() string {
 		"attr_timeout="+c.AttrTimeout.String(),
 		"negative_timeout="+c.NegativeTimeout.String(),
 		"no_open="+onOff(c.NoOpen),
+		"flush_on_close="+onOff(c.FlushOnClose),
+		"procs="+procsString(c.Procs),
+
 		"iobuf_pool="+onOff(c.IobufPool),
 		"log_level="+c.LogLevel.String(),
 		"log_format="+c.LogFormat)
@@ -230,3 +241,18 @@ func parseSeconds(v string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+func procsString(n int) string {
+	if n == 0 {
+		return "auto"
+	}
+	return strconv.Itoa(n)
+}
+
+// AutoProcs is the daemon's GOMAXPROCS under procs=auto: half the CPUs, at
+// least one. A FUSE request costs the daemon a few microseconds of Go code
+// and tens of kernel work; with a P per CPU, every request that wakes a
+// reader also wakes an idle P to spin for work, which on 2 CPUs cost
+// 10-40 % more daemon CPU per request and 1.4x fewer files/s (docs/FUSE.md,
+// "Daemon CPUs"). The other half of the CPUs run the callers.
+func AutoProcs(cpus int) int { return max(1, cpus/2) }

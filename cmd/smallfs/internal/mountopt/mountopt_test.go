@@ -103,6 +103,9 @@ func TestApplyErrors(t *testing.T) {
 		{"no_open", ErrBadValue, []string{"needs a value"}},
 		{"iobuf_pool=yes", ErrBadValue, []string{"on or off"}},
 		{"commit_interval=0", ErrBadValue, []string{"positive"}},
+		{"procs=0", ErrBadValue, []string{"auto or a number"}},
+		{"procs=many", ErrBadValue, []string{"auto or a number"}},
+		{"flush_on_close=1", ErrBadValue, []string{"on or off"}},
 		{"commit_interval=-1", ErrBadValue, nil},
 		{"commit_interval=NaN", ErrBadValue, nil},
 		{"commit_interval=1e300", ErrBadValue, []string{"too long"}},
@@ -143,7 +146,7 @@ func TestString(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "ro,nodev,nosuid,allow_other,debug,fsname=d,commit_interval=5s,entry_timeout=1h0m0s," +
-		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,iobuf_pool=on,log_level=debug,log_format=text," +
+		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,flush_on_close=off,procs=auto,iobuf_pool=on,log_level=debug,log_format=text," +
 		"log_file=syslog,metrics_addr=localhost:1"
 	if got := c.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
@@ -156,7 +159,7 @@ func TestSpecsAreApplicable(t *testing.T) {
 		if s.Value != "" {
 			opt += "=" + map[string]string{
 				"DURATION": "3", "SECONDS": "3", "NAME": "n", "TYPE": "t", "LEVEL": "debug",
-				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80", "on|off": "off",
+				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80", "on|off": "off", "N|auto": "2",
 			}[s.Value]
 		}
 		c := Defaults()

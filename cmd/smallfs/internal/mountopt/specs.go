@@ -3,8 +3,8 @@ package mountopt
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
-
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -59,6 +59,23 @@ var specs = []Spec{
 	{Name: "no_open", Value: "on|off", Default: "off",
 		Help:  "open and close files without a kernel round trip; write-back errors then reach fsync, not close",
 		apply: switchField(func(c *Config) *bool { return &c.NoOpen })},
+	{Name: "flush_on_close", Value: "on|off", Default: "off",
+		Help:  "write data back at every close(2), so close reports write-back errors (off: fsync reports them, as on ext4)",
+		apply: switchField(func(c *Config) *bool { return &c.FlushOnClose })},
+	{Name: "procs", Value: "N|auto", Default: "auto",
+		Help: "CPUs that run the daemon's code at once (GOMAXPROCS)",
+		apply: func(c *Config, v string) error {
+			if v == "auto" {
+				c.Procs = 0
+				return nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1024 {
+				return fmt.Errorf("want auto or a number from 1 to 1024")
+			}
+			c.Procs = n
+			return nil
+		}},
 	{Name: "iobuf_pool", Value: "on|off", Default: "on",
 		Help:  "pool the buffers of written data (off: allocate each, to measure the pools)",
 		apply: switchField(func(c *Config) *bool { return &c.IobufPool })},
