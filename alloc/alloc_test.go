@@ -223,6 +223,33 @@ func TestVisitBoundOnPathologicalLayout(t *testing.T) {
 	}
 }
 
+// TestSeeksPerCall pins the descents of the common paths: the window costs
+// two (one at hint 0, where nothing lies below), and the fallback one when
+// the shortest extent that holds the request lies above the hint.
+func TestSeeksPerCall(t *testing.T) {
+	const n, k = 1000, 32
+	capacity, hint, used := pathological(n)
+	a := mustNew(t, capacity, used, Options{WindowExtents: k, WindowBlocks: capacity})
+	a.Usage() // the largest extent is known from here on: no seek for the quick reject
+	for _, c := range []struct{ hint, seeks, visits uint64 }{
+		{hint + 1, 3, 2*k + 1},
+		{0, 2, k + 1},
+	} {
+		before := a.Stats()
+		e, err := a.Alloc(c.hint, 8, 8)
+		if err != nil || e.Off < 4*n {
+			t.Fatalf("Alloc(%d, 8, 8) = %v, %v; want a far extent", c.hint, e, err)
+		}
+		after := a.Stats()
+		if s, v := after.Seeks-before.Seeks, after.Visits-before.Visits; s != c.seeks || v != c.visits {
+			t.Errorf("Alloc(%d, 8, 8): %d seeks, %d visits; want %d, %d", c.hint, s, v, c.seeks, c.visits)
+		}
+		if err := a.Free(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestAllocFreeDoesNotAllocate(t *testing.T) {
 	capacity, hint, used := pathological(1000)
 	a := mustNew(t, capacity, used, Options{})

@@ -29,10 +29,6 @@ const (
 	distMask   = 1<<wasteShift - 1 // distances are below MaxCapacity
 )
 
-func makeRank(short, waste, dist, off uint64) rank {
-	return rank{hi: short<<shortShift | waste<<wasteShift | dist, off: off}
-}
-
 func (r rank) less(s rank) bool { return r.hi < s.hi || r.hi == s.hi && r.off < s.off }
 
 // dist is the distance from the hint to the piece, in blocks.
@@ -41,10 +37,35 @@ func (r rank) dist() uint64 { return r.hi & distMask }
 // full reports whether the piece has all the blocks asked for.
 func (r rank) full() bool { return r.hi>>shortShift == 0 }
 
-// beats reports whether b ranks before every candidate at distance dist or
-// more: b is a full-length exact fit (waste 0) nearer than dist.
-func (b *pick) beats(dist uint64) bool {
-	return b.ok && b.rank.hi>>wasteShift == 0 && b.rank.hi < dist
+// window is the best candidate of the window search so far: its packed
+// rank (rank.hi), the offset key of its extent and where the piece starts.
+// exact is set when the piece starts at the hint in the first extent of
+// the search: step 2, which ends the search.
+type window struct {
+	hi, key, off uint64
+	ok, exact    bool
+}
+
+// beats reports whether the candidate ranks before every one at distance
+// dist or more: it is a full-length exact fit (waste 0) nearer than dist.
+func (w *window) beats(dist uint64) bool { return w.ok && w.hi>>wasteShift == 0 && w.hi < dist }
+
+// pick expands the candidate into a pick.
+func (w *window) pick(want uint64) pick {
+	if !w.ok {
+		return pick{}
+	}
+	f := fromOffKey(w.key)
+	return pick{p: Extent{Off: w.off, Len: min(f.Len, want)}, from: f, rank: rank{hi: w.hi, off: w.off}, ok: true}
+}
+
+// shorter is the builtin min, which near's parameter shadows.
+func shorter(a, b uint64) uint64 { return min(a, b) }
+
+// rankHi is rank.hi of a piece of n of the want blocks asked for, carved
+// from an extent of m blocks, dist blocks from the hint.
+func rankHi(want, m, n, dist uint64) uint64 {
+	return uint64(bits.Len64(want-n))<<shortShift | wasteOf(m, n)<<wasteShift | dist
 }
 
 // place returns where a request of [min, want] blocks goes in free extent f:
@@ -75,7 +96,7 @@ func placeIn(f Extent, hint, want, min uint64) (p Extent, r rank, ok bool) {
 	default: // f holds hint but too few blocks follow it: end at f's end
 		p = Extent{Off: f.End() - n, Len: n}
 	}
-	return p, makeRank(uint64(bits.Len64(want-n)), wasteOf(f.Len, n), dist, p.Off), true
+	return p, rank{hi: rankHi(want, f.Len, n, dist), off: p.Off}, true
 }
 
 // wasteOf ranks the fit of a piece of n blocks in an extent of m: 0 when
@@ -120,52 +141,78 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 		return pick{}, false
 	}
 
+	// A partial candidate is taken only when no extent holds want, so
+	// while one does, the window looks for full-length pieces only.
+	if largest.Len >= want {
+		min = want
+	}
+
 	// 2 and 3. Exact placement at the hint, then the window. The first
-	// extent of the downward scan is the one that holds the hint, if any.
+	// extent of the downward scan is the one that holds the hint, if any;
+	// at hint 0 nothing lies below, and the upward scan starts there.
 	// Each side stops at K extents, at D blocks, or where nothing farther
-	// can beat the best candidate.
-	var best pick
-	exact := false
+	// can beat the best candidate. A visit keeps its rank in registers and
+	// stores the key of a better candidate only: within one side, equal
+	// ranks mean the same extent, and across sides the lower offset (the
+	// downward side) wins a tie, so a strict compare of hi is the order.
+	var w window
+	up := uint64(0)
+	if hint > 0 {
+		n := 0
+		c.seeks++
+		s.byOff.descend(pivot(hint), func(key uint64) bool {
+			c.visits++
+			f := fromOffKey(key)
+			dist := uint64(0)
+			if f.End() < hint {
+				dist = hint - f.End()
+			}
+			if dist > d || w.beats(dist) {
+				return false
+			}
+			if nb := shorter(f.Len, want); nb >= min {
+				off := f.End() - nb // the end of f nearest the hint
+				if dist == 0 && f.End()-hint >= nb {
+					off = hint // f holds the hint and nb blocks from it
+				}
+				if hi := rankHi(want, f.Len, nb, dist); !w.ok || hi < w.hi {
+					w = window{hi: hi, key: key, off: off, ok: true}
+				}
+				w.exact = n == 0 && nb == want && off == hint
+			}
+			n++
+			return !w.exact && n < k
+		})
+		if w.exact {
+			return w.pick(want), true
+		}
+		up = hint + 1
+	}
 	n := 0
 	c.seeks++
-	s.byOff.descend(pivot(hint), func(key uint64) bool {
-		f := fromOffKey(key)
-		c.visits++
-		dist := uint64(0)
-		if f.End() < hint {
-			dist = hint - f.End()
-		}
-		if dist > d || best.beats(dist) {
-			return false
-		}
-		if p, r, ok := placeIn(f, hint, want, min); ok {
-			best.consider(p, f, r)
-			exact = n == 0 && r.full() && p.Off == hint
-		}
-		n++
-		return !exact && n < k
-	})
-	if exact {
-		return best, true
-	}
-	n = 0
-	c.seeks++
-	s.byOff.ascend(pivot(hint+1), func(key uint64) bool {
-		if key>>32 <= hint {
+	s.byOff.ascend(pivot(up), func(key uint64) bool {
+		if key>>32 < up {
 			return true // the extent that holds hint+1 and hint: seen below
 		}
-		f := fromOffKey(key)
 		c.visits++
-		if dist := f.Off - hint; dist > d || best.beats(dist) {
+		f := fromOffKey(key)
+		dist := f.Off - hint
+		if dist > d || w.beats(dist) {
 			return false
 		}
-		if p, r, ok := placeIn(f, hint, want, min); ok {
-			best.consider(p, f, r)
+		if nb := shorter(f.Len, want); nb >= min {
+			if hi := rankHi(want, f.Len, nb, dist); !w.ok || hi < w.hi {
+				w = window{hi: hi, key: key, off: f.Off, ok: true}
+			}
+			w.exact = dist == 0 && nb == want // hint 0 only: f starts there
 		}
-		n++
-		return n < k
+		if dist > 0 { // at hint 0, the extent there is the downward side's
+			n++
+		}
+		return !w.exact && n < k
 	})
-	if best.ok && best.rank.full() {
+	best := w.pick(want)
+	if w.ok && best.rank.full() {
 		return best, true
 	}
 
@@ -177,23 +224,22 @@ func (s *space) near(hint, want, min uint64, k int, d uint64, c *cost) (pick, bo
 		return best, true
 	}
 	c.seeks++
+	c.visits++
 	fit, _ := s.bySize.atLeastLen(want)
-	c.seeks += 2
-	next, prev, okNext, okPrev := s.bySize.sameLenNear(fit.Len, hint)
-	c.visits += 2
-	switch {
-	case okNext && okPrev:
-		a, _ := place(next, hint, want, min)
-		b, _ := place(prev, hint, want, min)
-		if b.rank.dist() < a.rank.dist() {
-			return b, true
-		}
-		return a, true
-	case okPrev:
-		b, _ := place(prev, hint, want, min)
-		return b, true
-	default:
-		a, _ := place(next, hint, want, min)
-		return a, true
+	if fit.Off >= hint {
+		// fit has the lowest offset of its length: the one nearest the
+		// hint, as none of its length lies below the hint.
+		p, _ := place(fit, hint, want, min)
+		return p, true
 	}
+	c.seeks += 2
+	c.visits++
+	next, prev, okNext, _ := s.bySize.sameLenNear(fit.Len, hint) // prev: fit at least
+	b, _ := place(prev, hint, want, min)
+	if okNext {
+		if a, _ := place(next, hint, want, min); a.rank.dist() <= b.rank.dist() {
+			return a, true
+		}
+	}
+	return b, true
 }
