@@ -5,9 +5,9 @@
 // # The workload
 //
 // Threads worker threads handle Files files each, FilesPerDir to a
-// directory, every file Size bytes. Sequence lists the fourteen steps —
-// create, read, append, stat, chmod, ls-l, setxattr, getxattr, rename,
-// delete-renamed, mkdir, rmdir, swift-put, cleanup — each running over
+// directory, every file Size bytes. Sequence lists the fifteen steps —
+// create, read, append, stat, stat-again, chmod, ls-l, setxattr, getxattr,
+// rename, delete-renamed, mkdir, rmdir, swift-put, cleanup — each running over
 // every file of every thread, each leaving the tree the next one needs,
 // and cleanup leaving the directory empty. Every step counts one file per
 // file index, so files/s compare across steps.

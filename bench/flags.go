@@ -30,11 +30,11 @@ func DefaultTargets() []string { return []string{"smallfs", "loopback", "ext4-lo
 
 const usage = `Usage: smallfs bench [FLAGS] [TARGET...]
 
-Runs a smallfile-style sequence (create, read, append, stat, chmod, ls-l,
-setxattr, getxattr, rename, delete-renamed, mkdir, rmdir, swift-put,
-cleanup) on each TARGET, interleaved over the rounds, and prints the median
-files/s per operation, the spread between rounds, and the ratio of the base
-target (smallfs) to each other one.
+Runs a smallfile-style sequence (create, read, append, stat, stat-again,
+chmod, ls-l, setxattr, getxattr, rename, delete-renamed, mkdir, rmdir,
+swift-put, cleanup) on each TARGET, interleaved over the rounds, and prints
+the median files/s per operation, the spread between rounds, and the ratio
+of the base target (smallfs) to each other one.
 
 Targets (default: smallfs loopback ext4-loop):
   smallfs     mkfs an image in the scratch directory, mount it, run,

@@ -26,6 +26,7 @@ type Op struct {
 //	read            open, read Size bytes, check them, close
 //	append          open O_APPEND, write Size bytes, [fsync,] close
 //	stat            lstat, check size and type
+//	stat-again      the same: attributes the kernel already holds
 //	chmod           chmod 0640
 //	ls-l            per directory: list names, lstat each, check count and mode
 //	setxattr        set user.smallfs-bench (XattrSize bytes)
@@ -50,6 +51,8 @@ func Sequence() []Op {
 		data(file("read", (*thread).read)),
 		data(file("append", (*thread).appendOp)),
 		file("stat", (*thread).stat),
+		file("stat-again", (*thread).stat),
+
 		file("chmod", (*thread).chmod),
 		{Name: "ls-l", run: (*thread).lsl},
 		xattr(file("setxattr", (*thread).setxattr)),
