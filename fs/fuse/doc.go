@@ -74,17 +74,24 @@
 // (Options; negative values turn caching off). SETATTR replies carry the
 // attribute timeout too (go-fuse's own nodes do not), so a stat after
 // chmod, utimes or truncate costs no GETATTR. Open files keep their page
-// cache (FOPEN_KEEP_CACHE); the kernel still drops it when it sees the
-// size or mtime change. Symlink targets are cached by the kernel, since a
-// target never changes. A read-only open gets FOPEN_NOFLUSH: close(2)
-// sends no FLUSH, as there is nothing to write. Writable opens keep FLUSH,
-// because delayed allocation happens there at the latest and ENOSPC must
-// reach close(2).
+// cache (FOPEN_KEEP_CACHE), and AUTO_INVAL_DATA is turned off: every
+// change of a file's data is written through this page cache, so a new
+// mtime in a GETATTR reply tells the kernel nothing it does not hold, and
+// a file this mount just wrote is read back without a READ (a size the
+// kernel did not expect still drops the pages). Symlink targets are cached
+// by the kernel, since a target never changes.
 //
-// One staleness is accepted: st_blocks of a file stat'ed while it still
-// had unallocated (delayed) data may stay at the old figure until the
-// attribute timeout or the next change to the file.
+// close(2) costs no round trip: every open gets FOPEN_NOFLUSH, and the
+// data is written back (delayed allocation) at RELEASE, which the kernel
+// sends after close(2) has returned, or earlier by the volume's commit
+// and dirty limits. Write-back errors then reach fsync, not close, as on
+// kernel ext4 or XFS; ENOSPC still comes from write(2), where the volume
+// reserves the space. Options.FlushOnClose (flush_on_close=on) keeps the
+// FLUSH of writable opens for callers who want errors at close, NFS
+// style, at one synchronous round trip per close. A file stat'ed before
+// its write-back counts its reserved blocks in st_blocks, as ext4 does.
 //
+
 // O_TRUNC travels with OPEN (ATOMIC_O_TRUNC) instead of costing a SETATTR
 // first. Privileges are cleared by the server (HANDLE_KILLPRIV_V2: the
 // adapter passes the kernel's flags to the volume, which clears them in the
@@ -102,7 +109,8 @@
 // no OPEN, FLUSH or RELEASE (it drops RELEASE even for files opened by
 // CREATE), READ and WRITE carry file handle 0, and the page cache is kept
 // across opens. A read of a cached file is then one READ instead of OPEN,
-// READ, RELEASE; an append one WRITE instead of four or five requests.
+// READ, RELEASE; an append one WRITE instead of three.
+
 // The first create and the first open of a mount still send FLUSH and
 // OPEN once, to be told ENOSYS.
 //
@@ -120,10 +128,12 @@
 // handle stays open. Memory: a few hundred bytes per held inode besides
 // its dirty data, so about 1 MiB at the limit.
 //
-// What changes for users: close(2) no longer reports write-back errors
-// (ENOSPC still comes from write(2), where space is reserved; an I/O error
-// of a later write-back reaches fsync, is logged, and the data stays
-// dirty for the next commit to retry). O_TRUNC on an existing file costs
+// What changes for users: as in the default mode, close(2) reports no
+// write-back errors (ENOSPC comes from write(2), where space is reserved;
+// an I/O error of a later write-back reaches fsync, is logged, and the
+// data stays dirty for the next commit to retry), and FlushOnClose cannot
+// bring them back. O_TRUNC on an existing file costs
+
 // a SETATTR, because ATOMIC_O_TRUNC is not negotiated: with it and no
 // OPEN the kernel would truncate only its own cache. DropCache cannot be
 // combined with it (no OPEN reply to carry the flag). O_APPEND needs
