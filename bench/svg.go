@@ -10,12 +10,12 @@ import (
 // Chart geometry, in SVG user units (pixels at 100%).
 const (
 	chartWidth   = 1200
-	panelHeight  = 430
+	panelHeight  = 450
 	plotLeft     = 70
 	plotRight    = chartWidth - 20
 	plotTop      = 96 // room for the legend and the ratio labels
-	plotBottom   = panelHeight - 80
-	headerHeight = 40
+	plotBottom   = panelHeight - 100 // room for slanted step names above the geometric means
+	headerHeight = 54
 )
 
 // palette colours the targets in order; the base target is always first.
@@ -37,8 +37,11 @@ func (r *Report) SVG() []byte {
 		esc(fmt.Sprintf("smallfs bench: files/s per operation (log scale), %d threads × %s files, median of %d round(s)",
 			r.Workload.Threads, thousands(float64(r.Workload.Files)), r.Workload.Rounds)))
 	fmt.Fprintf(&b, `<text x="%d" y="36" fill="#555">%s</text>`+"\n", plotLeft,
-		esc(fmt.Sprintf("%s · %d CPUs, Linux %s · %s · fsync %s · whiskers: slowest to fastest round · labels: %s ÷ target",
-			r.Date.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.loadSummary(), onOff(r.Workload.Fsync), r.Base)))
+		esc(fmt.Sprintf("%s · %d CPUs, Linux %s · %s · fsync %s",
+			r.Date.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.loadSummary(), onOff(r.Workload.Fsync))))
+	fmt.Fprintf(&b, `<text x="%d" y="50" fill="#555">%s</text>`+"\n", plotLeft,
+		esc(fmt.Sprintf("whiskers: slowest to fastest round · labels above each step: %s ÷ each target, in its colour", r.Base)))
+
 	for i, size := range r.Workload.Sizes {
 		r.panel(&b, targets, size, headerHeight+i*panelHeight)
 	}
