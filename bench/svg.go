@@ -13,7 +13,7 @@ const (
 	panelHeight  = 450
 	plotLeft     = 70
 	plotRight    = chartWidth - 20
-	plotTop      = 96 // room for the legend and the ratio labels
+	plotTop      = 96                // room for the legend and the ratio labels
 	plotBottom   = panelHeight - 100 // room for slanted step names above the geometric means
 	headerHeight = 54
 )
