@@ -46,16 +46,15 @@ func (fs *fileSystem) dots(in *fuse.ReadIn, add func(fuse.DirEntry) bool) bool {
 }
 
 // parent returns the inode number of the listed directory's parent for
-// the ".." entry (0, shown as unknown, if it vanished meanwhile). The
-// lookup counts a kernel reference, which is given back at once.
+// the ".." entry (0, shown as unknown, if it vanished meanwhile).
 func (fs *fileSystem) parent(in *fuse.ReadIn) uint64 {
-	a, err := fs.vol.Lookup(caller(&in.InHeader), volume.Ino(in.NodeId), "..")
+	p, err := fs.vol.Parent(volume.Ino(in.NodeId))
 	if err != nil {
 		return 0
 	}
-	fs.vol.Forget(a.Ino, 1)
-	return uint64(a.Ino)
+	return uint64(p)
 }
+
 
 func (fs *fileSystem) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	start := fs.begin(opReadDir)

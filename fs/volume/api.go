@@ -31,6 +31,8 @@ import "strconv"
 //	Open(dev device.Device, opts Options) (*Volume, error)
 //	(*Volume) Close() error                       // flush, checkpoint, mark clean; not dev
 //	(*Volume) Lookup(ctx Context, parent Ino, name string) (Attr, error)
+//	(*Volume) Parent(dir Ino) (Ino, error)                   // "..", without counting a reference
+
 //	(*Volume) Forget(ino Ino, n uint64)
 //	(*Volume) GetAttr(ino Ino) (Attr, error)
 //	(*Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error)

@@ -40,7 +40,21 @@ func (v *Volume) Lookup(ctx Context, parent Ino, name string) (Attr, error) {
 	return v.attr(ino, n), nil
 }
 
+// Parent returns the inode number of directory dir's parent (the root is
+// its own), for a listing's "..": unlike Lookup it counts no kernel
+// reference and takes only the read lock.
+func (v *Volume) Parent(dir Ino) (Ino, error) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	p, err := v.liveDir(dir)
+	if err != nil {
+		return 0, opErr("lookup", "..", err)
+	}
+	return p.dirOf().parent, nil
+}
+
 // ref counts one kernel reference to n when lookups are tracked.
+
 func (v *Volume) ref(n *inode) {
 	if v.opts.TrackLookups {
 		atomic.AddUint32(&n.lookups, 1)
