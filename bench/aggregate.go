@@ -60,6 +60,7 @@ func summarizeOp(op string, ms []Measure) OpSummary {
 	s := OpSummary{Op: op, Status: StatusNotRun}
 	var fps, mbs, rts, cpu []float64
 	reqs := map[string][]float64{}
+	counted := false
 	for _, m := range ms {
 		if m.Status != StatusOK {
 			if s.Status == StatusNotRun {
@@ -71,6 +72,7 @@ func summarizeOp(op string, ms []Measure) OpSummary {
 		mbs = append(mbs, m.MBPerSec)
 		rts = appendKnown(rts, m.RoundTrips)
 		cpu = appendKnown(cpu, m.CPUPer1000)
+		counted = counted || m.Requests != nil
 		for k, v := range m.Requests {
 			reqs[k] = append(reqs[k], v)
 		}
@@ -90,8 +92,9 @@ func summarizeOp(op string, ms []Measure) OpSummary {
 		s.MBPerSec = num(m)
 	}
 	s.RoundTrips, s.CPUPer1000 = num(median(rts)), num(median(cpu))
-	if len(reqs) > 0 {
+	if counted { // an empty map is a step that cost no request
 		s.Requests = map[string]float64{}
+
 		for k, v := range reqs {
 			s.Requests[k] = median(v)
 		}

@@ -101,7 +101,7 @@ type Measure struct {
 	// answer), and Requests the same per opcode; CPUPer1000 is the
 	// daemon's CPU seconds per 1000 files. Null when not known.
 	RoundTrips *float64           `json:"round_trips_per_file,omitempty"`
-	Requests   map[string]float64 `json:"requests_per_file,omitempty"`
+	Requests   map[string]float64 `json:"requests_per_file"`
 	CPUPer1000 *float64           `json:"cpu_sec_per_1000_ops,omitempty"`
 }
 
@@ -124,7 +124,7 @@ type OpSummary struct {
 	Spread      *float64           `json:"spread"`               // (max-min)/median
 	MBPerSec    *float64           `json:"mb_per_sec,omitempty"` // median, data steps
 	RoundTrips  *float64           `json:"round_trips_per_file,omitempty"`
-	Requests    map[string]float64 `json:"requests_per_file,omitempty"`
+	Requests    map[string]float64 `json:"requests_per_file"`
 	CPUPer1000  *float64           `json:"cpu_sec_per_1000_ops,omitempty"`
 	Status      string             `json:"status"` // ok, or why there is no figure
 }

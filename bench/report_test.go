@@ -181,3 +181,32 @@ func TestTableAndChart(t *testing.T) {
 		t.Error("chart lacks the ratio label")
 	}
 }
+
+// TestNoRequestsIsNone: a step that cost the daemon no request reads
+// "none", also after a JSON round trip; a target without counters n/a.
+func TestNoRequestsIsNone(t *testing.T) {
+	r := fakeReport()
+	for i := range r.Runs {
+		if r.Runs[i].Target == "smallfs" {
+			r.Runs[i].Ops[1].Requests = map[string]float64{}
+		}
+	}
+	r.summarize()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	back.summarize()
+	s, _ := back.find("smallfs", 4096)
+	if got := requestsCell(s.Ops[1].Requests); got != "none" {
+		t.Errorf("smallfs setxattr with no requests: %q, want none", got)
+	}
+	l, _ := back.find("loopback", 4096)
+	if got := requestsCell(l.Ops[0].Requests); got != "n/a" {
+		t.Errorf("loopback: %q, want n/a", got)
+	}
+}
