@@ -55,7 +55,6 @@ func (fs *fileSystem) parent(in *fuse.ReadIn) uint64 {
 	return uint64(p)
 }
 
-
 func (fs *fileSystem) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	start := fs.begin(opReadDir)
 	if !fs.dots(in, out.AddDirEntry) {
