@@ -38,7 +38,10 @@
 //     the piece is the tightest inexact fit), distance to the hint, offset.
 //     A piece is placed in its extent at the end nearest the hint. A side
 //     stops early once a full-length exact fit is nearer than its next
-//     extent: nothing farther can rank before it.
+//     extent: nothing farther can rank before it. While some extent holds
+//     want, only full-length pieces are candidates (step 4 would beat a
+//     partial one anyway). At hint 0 nothing lies below: one scan upwards
+//     from block 0.
 //  4. Fallback by size: unless the window found a full-length candidate,
 //     the shortest extent of at least want blocks anywhere, the nearest to
 //     the hint among equals; if none holds want, the largest extent (which
@@ -60,9 +63,14 @@
 // orders a before b when a ends at or before b's start, so overlapping
 // extents compare equal: an extent carved from its front or back, or merged
 // with a neighbour, replaces its old key with one ReplaceOrInsert instead of
-// a delete and an insert. A W1 pair (Alloc+Free) costs about eight descents:
-// two for the window, one to find Free's neighbours, the rest updates; the
-// window's ranking is two integer compares per visit. [Stats] reports the
+// a delete and an insert. The window costs two seeks (one at hint 0); the
+// fallback one when the shortest extent that holds want lies above the
+// hint (it then has the lowest offset of its length, so no extent of its
+// length lies nearer), else three. In W1 at 50 % fill (hint 0) an Alloc
+// costs 1.7 seeks on average: the window's one, and the fallback's one in
+// 71 % of calls; carving adds two or three updates and Free three or four
+// descents. A visit of the window keeps the best candidate's packed rank
+// and key in registers and stores a better one only. [Stats] reports the
 // totals and the maxima per call: deterministic figures that tests bound.
 // Free finds both neighbours with one descent (from the end of the extent
 // downwards) and makes as many updates as Alloc at most; Commit costs one
@@ -98,8 +106,18 @@
 // node). [NewWithUsed] inserts even-indexed extents, then odd ones, which
 // leaves nodes about 97 % full: 19 bytes per free extent for both indexes at
 // 10^6 extents. Churn (splits and merges at random places) settles nodes
-// near 2/3 full: 28-33 bytes per extent in the aging workloads. A pending
-// extent costs a key in a third B-tree plus 16 bytes in its epoch's list.
+// near 2/3 full: 28-33 bytes per extent in the aging workloads. The
+// arithmetic: a node of degree d holds its keys in an array of 2d (the
+// size append grows it to), so an index costs about 8/f bytes of key
+// array per extent at fill f, plus a node header per f(2d-1) keys. At the
+// measured f = 0.62-0.66 (W2, a walk of the nodes) that is 12.1-12.9
+// bytes per index at any degree, 24.2-25.8 for both before headers and
+// inner nodes: 24 bytes after churn is out of reach with google/btree,
+// which never shrinks a node's array. Larger degrees get nearer (W2 fill
+// 50: 29.3 bytes at degree 32, 27.6 at 64, 25.3 at 128) but cost more when
+// there are few extents (W3 8 MiB-or-64 KiB: 39.6, 45.1, 57.0 bytes, the
+// last above the 48-byte bound): degree 32 is kept. A pending extent
+// costs a key in a third B-tree plus 16 bytes in its epoch's list.
 //
 // The Allocator reports to package accounting ([Options].Registry, layer
 // "alloc"): type "free-extent" counts free and pending extents at an
@@ -118,16 +136,23 @@
 // `go test ./alloc -run '^$' -bench .` runs workloads W1-W5 of
 // ALLOCATOR.md (bench_test.go, harness_test.go) on this allocator and three
 // baselines behind one interface (policy_*_test.go): best fit by size,
-// unbounded nearest fit, and a Ceph-Avl-like capped first fit. Medians of 3
-// on the shared 2-core VM, 2026-11-30 (all figures: docs/PERFORMANCE.md,
-// section alloc):
+// unbounded nearest fit, and a Ceph-Avl-like capped first fit. Figures from
+// the shared 2-core VM, 2026-11-30, with their commands and loads in
+// docs/PERFORMANCE.md, section alloc:
 //
-//   - W5, one-block holes around the hint: 66 visits per call at 10^4 and
-//     10^6 extents; p99 2.6 µs and 5.8 µs (nearest fit: 0.29 ms and 22 ms).
+//   - W1 at 50 % fill: 766 ns per Alloc+Free pair, 1.31 M pairs/s (was 974
+//     ns side by side; median of 10 interleaved rounds at load ~1.4).
+//   - W5, one-block holes around the hint: 65 visits per call at 10^4 and
+//     10^6 extents; p99 2.0 µs and 5.4 µs (nearest fit: 0.29 ms and 22
+//     ms). The ratio, 2.7x, misses the 2x aim: at 10^6 a call takes about
+//     9 more misses of a 2 MiB cache (cachegrind), the window's leaf and
+//     the nodes above it; the visits and seeks are the same.
 //   - failed allocations: 0 in every workload; W4 median regret 0 blocks.
-//   - W2/W3 score within 0.0006 of capped first fit and 0.014 of best fit.
+//   - Score S, mean over seeds (W2 6, W3 40): W2 at or below capped first
+//     fit at every fill; W3 equal at 6 of 10 configurations, above by
+//     0.0001-0.0014 at 4 (the pieces of split requests, which the window
+//     keeps near each other); within 0.008 of best fit everywhere.
 //   - 19 B per free extent at 10^6 extents after NewWithUsed, 28-40 B after
-//     churn; NewWithUsed of 10^6 used extents: 0.4 s.
-//   - W1 at 50 % fill: 1.06 µs CPU per Alloc+Free pair at load ~2-3
-//     (0.88 µs in a quieter run), was 1.34 µs side by side.
+//     churn (24 B is out of reach, see "Memory and accounting");
+//     NewWithUsed of 10^6 used extents: 0.4 s.
 package alloc
