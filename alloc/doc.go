@@ -143,10 +143,11 @@
 //   - W1 at 50 % fill: 766 ns per Alloc+Free pair, 1.31 M pairs/s (was 974
 //     ns side by side; median of 10 interleaved rounds at load ~1.4).
 //   - W5, one-block holes around the hint: 65 visits per call at 10^4 and
-//     10^6 extents; p99 2.0 µs and 5.4 µs (nearest fit: 0.29 ms and 22
-//     ms). The ratio, 2.7x, misses the 2x aim: at 10^6 a call takes about
-//     9 more misses of a 2 MiB cache (cachegrind), the window's leaf and
-//     the nodes above it; the visits and seeks are the same.
+//     10^6 extents; p50 1.10 and 2.04 µs (1.86x, 12 rounds), p99 2.19 and
+//     4.03 µs (1.84x, 8 rounds at load ~1.2); nearest fit in the first
+//     run: 0.29 ms and 22 ms. The 2x aim for p99 holds only on a quiet
+//     machine: at 10^6 a pair takes 7-8 more misses of a 2 MiB cache
+//     (cachegrind), and under load p99 is scheduling noise (10-60 µs).
 //   - failed allocations: 0 in every workload; W4 median regret 0 blocks.
 //   - Score S, mean over seeds (W2 6, W3 40): W2 at or below capped first
 //     fit at every fill; W3 equal at 6 of 10 configurations, above by
