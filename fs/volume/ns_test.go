@@ -37,8 +37,6 @@ func TestCreateAndLookup(t *testing.T) {
 	_, perr := v.Parent(f.Ino)
 	wantErrno(t, perr, syscall.ENOTDIR)
 
-
-
 	for _, typ := range []uint32{syscall.S_IFIFO, syscall.S_IFSOCK, syscall.S_IFCHR, syscall.S_IFBLK} {
 		a := must[Attr](t)(v.Mknod(ctx, d.Ino, "n"+string(rune('0'+typ>>12)), typ|0o600, 0x0801))
 		if a.Mode&syscall.S_IFMT != typ || (typ == syscall.S_IFCHR || typ == syscall.S_IFBLK) != (a.Rdev == 0x0801) {

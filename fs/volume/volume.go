@@ -136,11 +136,13 @@ func (v *Volume) attr(ino Ino, n *inode) Attr {
 		for _, e := range n.x.extents {
 			a.Blocks += e.Len
 		}
-		if n.x.data != nil {
+		if n.x.data != nil && a.Size > uint64(v.opts.InlineThreshold) {
 			// Dirty data holds reserved blocks, as ext4's delayed
-			// allocation does: du sees a file just written.
+			// allocation does: du sees a file just written. A file
+			// that will be stored inline gets none.
 			a.Blocks += uint64(max(0, n.x.data.unwritten.Load()))
 		}
+
 		a.Blocks *= uint64(v.blockSize) / 512
 	}
 
