@@ -94,7 +94,6 @@ func summarizeOp(op string, ms []Measure) OpSummary {
 	s.RoundTrips, s.CPUPer1000 = num(median(rts)), num(median(cpu))
 	if counted { // an empty map is a step that cost no request
 		s.Requests = map[string]float64{}
-
 		for k, v := range reqs {
 			s.Requests[k] = median(v)
 		}

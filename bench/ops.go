@@ -52,7 +52,6 @@ func Sequence() []Op {
 		data(file("append", (*thread).appendOp)),
 		file("stat", (*thread).stat),
 		file("stat-again", (*thread).stat),
-
 		file("chmod", (*thread).chmod),
 		{Name: "ls-l", run: (*thread).lsl},
 		xattr(file("setxattr", (*thread).setxattr)),

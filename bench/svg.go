@@ -41,7 +41,6 @@ func (r *Report) SVG() []byte {
 			r.Date.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.loadSummary(), onOff(r.Workload.Fsync))))
 	fmt.Fprintf(&b, `<text x="%d" y="50" fill="#555">%s</text>`+"\n", plotLeft,
 		esc(fmt.Sprintf("whiskers: slowest to fastest round · labels above each step: %s ÷ each target, in its colour", r.Base)))
-
 	for i, size := range r.Workload.Sizes {
 		r.panel(&b, targets, size, headerHeight+i*panelHeight)
 	}

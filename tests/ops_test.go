@@ -299,7 +299,6 @@ func TestFileIO(t *testing.T) {
 	// Every request of a file's life went through the adapter.
 	// (No FLUSH: close(2) costs none unless flush_on_close; TestRoundTrips.)
 	for _, op := range []string{"CREATE", "OPEN", "READ", "WRITE", "RELEASE", "FSYNC"} {
-
 		if m.requests(op) == 0 {
 			t.Errorf("no %s request served", op)
 		}

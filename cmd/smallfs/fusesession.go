@@ -63,10 +63,9 @@ func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.P
 		Dev:          c.Flags&syscall.MS_NODEV == 0,
 		NoOpen:       c.NoOpen,
 		FlushOnClose: c.FlushOnClose,
-
-		FsName: c.FsName,
-		Debug:  c.Debug,
-		Logger: log,
+		FsName:       c.FsName,
+		Debug:        c.Debug,
+		Logger:       log,
 	})
 	if err != nil {
 		if cerr := vol.Close(); cerr != nil {

@@ -54,7 +54,6 @@ func (a *app) serve(p mountopt.Args) error {
 	runtime.GOMAXPROCS(procs)
 
 	sess, err := a.open(p, log)
-
 	if err != nil {
 		log.WithError(err).Error("mount failed")
 		return err

@@ -91,7 +91,6 @@
 // style, at one synchronous round trip per close. A file stat'ed before
 // its write-back counts its reserved blocks in st_blocks, as ext4 does.
 //
-
 // O_TRUNC travels with OPEN (ATOMIC_O_TRUNC) instead of costing a SETATTR
 // first. Privileges are cleared by the server (HANDLE_KILLPRIV_V2: the
 // adapter passes the kernel's flags to the volume, which clears them in the
@@ -110,7 +109,6 @@
 // CREATE), READ and WRITE carry file handle 0, and the page cache is kept
 // across opens. A read of a cached file is then one READ instead of OPEN,
 // READ, RELEASE; an append one WRITE instead of three.
-
 // The first create and the first open of a mount still send FLUSH and
 // OPEN once, to be told ENOSYS.
 //
@@ -133,7 +131,6 @@
 // an I/O error of a later write-back reaches fsync, is logged, and the
 // data stays dirty for the next commit to retry), and FlushOnClose cannot
 // bring them back. O_TRUNC on an existing file costs
-
 // a SETATTR, because ATOMIC_O_TRUNC is not negotiated: with it and no
 // OPEN the kernel would truncate only its own cache. DropCache cannot be
 // combined with it (no OPEN reply to carry the flag). O_APPEND needs
@@ -219,5 +216,4 @@
 //     is not the default: it wins where it removes requests (cached
 //     reads 2.3-4.2x, appends) and is even over the whole sequence at
 //     64 KiB, at more memory (docs/FUSE.md, "No-open mode").
-
 package fuse

@@ -124,7 +124,6 @@ func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 // Flush runs at every close(2) of a writable open file under
 // FlushOnClose (other opens carry FOPEN_NOFLUSH): delayed allocation
 // happens here at the latest, so I/O errors reach close(2).
-
 // In no-open mode it answers ENOSYS, and the kernel stops sending it:
 // space is reserved at write(2), which reports ENOSPC.
 func (fs *fileSystem) Flush(_ <-chan struct{}, in *fuse.FlushIn) fuse.Status {

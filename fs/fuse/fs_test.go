@@ -333,7 +333,6 @@ func TestReadWrite(t *testing.T) {
 	if out.OpenFlags&fuse.FOPEN_KEEP_CACHE == 0 || out.OpenFlags&fuse.FOPEN_NOFLUSH != 0 {
 		t.Errorf("open flags of a read-write create under FlushOnClose: %#x", out.OpenFlags)
 	}
-
 	w := fuse.WriteIn{InHeader: header(out.NodeId), Fh: out.Fh, Offset: 3}
 	if n, st := fs.Write(nil, &w, []byte("hello")); st != fuse.OK || n != 5 {
 		t.Fatalf("write: %d %v", n, st)

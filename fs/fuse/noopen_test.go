@@ -127,7 +127,6 @@ func TestNoOpenLimits(t *testing.T) {
 	if d := fs.dirty(); d != 0 {
 		t.Errorf("%d bytes dirty after FORGET of the newest, want 0", d)
 	}
-
 }
 
 func TestNoOpenOptions(t *testing.T) {

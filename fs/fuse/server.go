@@ -119,7 +119,6 @@ func (o *Options) mountOptions(direct bool) *fuse.MountOptions {
 	// the cache (a size change still drops it).
 	mo.DisabledCapabilities = fuse.CAP_AUTO_INVAL_DATA
 	if o.ReadDirPlus == ReadDirPlusAuto {
-
 		mo.ExtraCapabilities |= fuse.CAP_READDIRPLUS_AUTO
 	}
 	if !o.NoDefaultPermissions {

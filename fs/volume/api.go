@@ -32,7 +32,6 @@ import "strconv"
 //	(*Volume) Close() error                       // flush, checkpoint, mark clean; not dev
 //	(*Volume) Lookup(ctx Context, parent Ino, name string) (Attr, error)
 //	(*Volume) Parent(dir Ino) (Ino, error)                   // "..", without counting a reference
-
 //	(*Volume) Forget(ino Ino, n uint64)
 //	(*Volume) GetAttr(ino Ino) (Attr, error)
 //	(*Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error)

@@ -282,7 +282,6 @@ func (v *Volume) truncateDirty(fd *fileData, size uint64) {
 		v.space.unreserve(freed)
 		fd.blocks -= freed
 		fd.unwritten.Add(-int64(freed))
-
 		clear(b[keep:]) // bytes past len stay zero (see writeBlocks)
 		if keep == 0 {
 			v.putBuf(bb)

@@ -66,10 +66,8 @@ func TestWriteRead(t *testing.T) {
 			want = 0
 		}
 		if must[Attr](t)(v.GetAttr(a.Ino)).Blocks != want {
-
 			t.Fatalf("size %d: dirty Blocks %d, want %d", size, must[Attr](t)(v.GetAttr(a.Ino)).Blocks, want)
 		}
-
 		ok(t, h.Release())
 		if got := readFile(t, v, a.Ino); !bytes.Equal(got, data) {
 			t.Fatalf("size %d: read back %d bytes, differ", size, len(got))

@@ -54,7 +54,6 @@ func (v *Volume) Parent(dir Ino) (Ino, error) {
 }
 
 // ref counts one kernel reference to n when lookups are tracked.
-
 func (v *Volume) ref(n *inode) {
 	if v.opts.TrackLookups {
 		atomic.AddUint32(&n.lookups, 1)

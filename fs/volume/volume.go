@@ -142,10 +142,8 @@ func (v *Volume) attr(ino Ino, n *inode) Attr {
 			// that will be stored inline gets none.
 			a.Blocks += uint64(max(0, n.x.data.unwritten.Load()))
 		}
-
 		a.Blocks *= uint64(v.blockSize) / 512
 	}
-
 	return a
 }
 

@@ -200,7 +200,6 @@ func (v *Volume) dropDirty(fd *fileData) {
 	v.space.unreserve(fd.blocks)
 	fd.blocks = 0
 	fd.unwritten.Store(0)
-
 }
 
 // releaseAll gives back at once blocks no durable record needs: those of

@@ -197,7 +197,6 @@ func (c Config) String() string {
 		"no_open="+onOff(c.NoOpen),
 		"flush_on_close="+onOff(c.FlushOnClose),
 		"procs="+procsString(c.Procs),
-
 		"iobuf_pool="+onOff(c.IobufPool),
 		"log_level="+c.LogLevel.String(),
 		"log_format="+c.LogFormat)
