@@ -167,10 +167,10 @@
 // new names and xattrs that would eat into it get ENOSPC (after one
 // checkpoint that settles the log's share), deletes never do, and StatFS
 // leaves it out of BlocksAvail. So Close writes its checkpoint on a full
-// volume and the volume reopens clean. Renames are not checked against
-// it: one grows the metadata by at most a name, which the 8 blocks cover,
-// but a long run of renames to longer names on a full volume could use
-// them up.
+// volume and the volume reopens clean. A rename to a longer name is
+// checked for the bytes it adds (a run of them on a full volume once ran
+// into a failed inline checkpoint); a rename that replaces a name, or
+// keeps its length, is not.
 //
 // A checkpoint is the stream of records rebuilding the committed metadata,
 // written into freshly allocated blocks; the superblock flip makes it

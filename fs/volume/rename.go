@@ -61,6 +61,13 @@ func (v *Volume) rename(ctx Context, oldParent Ino, oldName string, newParent In
 	if !mayDelete(ctx, op, s) || exists && !mayDelete(ctx, np, t) {
 		return ErrPerm
 	}
+	// A longer name grows the metadata the next checkpoint must hold;
+	// replacing a name or exchanging two does not.
+	if grow := len(newName) - len(oldName); grow > 0 && !exists {
+		if err := v.metaRoom(grow); err != nil {
+			return err
+		}
+	}
 
 	// Parent records: one when both names are in the same directory.
 	now := v.now()

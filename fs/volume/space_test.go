@@ -99,3 +99,38 @@ func TestHeadroomKeptFree(t *testing.T) {
 		t.Fatal("a 64 KiB xattr was taken from the headroom")
 	}
 }
+
+// TestRenameKeepsHeadroom: renames to longer names on a full volume stop
+// with ENOSPC before they eat the checkpoint's headroom, so the volume
+// still closes cleanly; renames that do not grow the metadata go on.
+func TestRenameKeepsHeadroom(t *testing.T) {
+	dev := device.NewMem(2 << 20)
+	ok(t, Mkfs(dev, MkfsOptions{}))
+	opts := Options{CommitInterval: -1}
+	v := must[*Volume](t)(Open(dev, opts))
+	files, err := fillUntilFull(t, v, "f", 0)
+	wantErrno(t, err, syscall.ENOSPC)
+	long := strings.Repeat("l", 250)
+	renamed := 0
+	for _, name := range files {
+		err = v.Rename(root, RootIno, name, RootIno, long+name, 0)
+		if err != nil {
+			break
+		}
+		renamed++
+	}
+	wantErrno(t, err, syscall.ENOSPC)
+	if renamed == len(files) {
+		t.Fatalf("all %d renames to longer names succeeded on a full volume", renamed)
+	}
+	// Same length, and onto an existing name: no growth, no ENOSPC.
+	last := files[len(files)-1]
+	ok(t, v.Rename(root, RootIno, last, RootIno, "x"+last[1:], 0))
+	ok(t, v.Rename(root, RootIno, "x"+last[1:], RootIno, long+files[0], 0))
+	ok(t, v.Close())
+	v = must[*Volume](t)(Open(dev.Reopen(), opts))
+	if !v.Recovery().Clean {
+		t.Fatal("the volume did not close cleanly after renames on a full device")
+	}
+	t.Cleanup(func() { closeAndCheck(t, v, dev, opts) })
+}
