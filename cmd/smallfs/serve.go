@@ -42,16 +42,15 @@ func (a *app) serve(p mountopt.Args) error {
 		_ = daemon.RedirectStderr(mlog.file) // a panic lands in the log
 	}
 	log := mlog.WithFields(logrus.Fields{"device": p.Device, "mountpoint": p.Mountpoint, "pid": os.Getpid()})
-	log.WithFields(logrus.Fields{
-		"version": versionString(), "options": p.Config.String(), "ignored": strings.Join(p.Config.Ignored, ","),
-		"log": mlog.dest, "background": a.notifier != nil,
-	}).Info("mounting")
-
 	procs := p.Config.Procs
 	if procs == 0 {
 		procs = mountopt.AutoProcs(runtime.NumCPU())
 	}
 	runtime.GOMAXPROCS(procs)
+	log.WithFields(logrus.Fields{
+		"version": versionString(), "options": p.Config.String(), "ignored": strings.Join(p.Config.Ignored, ","),
+		"log": mlog.dest, "background": a.notifier != nil, "procs": procs,
+	}).Info("mounting")
 
 	sess, err := a.open(p, log)
 	if err != nil {
