@@ -16,6 +16,10 @@ import (
 // blocks neither owned nor free (leaked). It holds the metadata read lock
 // throughout: O(inodes + entries + extents).
 func (v *Volume) Check() []Problem {
+	// A write-back's fresh blocks belong to nothing until it commits:
+	// let those in flight finish and hold new ones off.
+	v.wbGate.Lock()
+	defer v.wbGate.Unlock()
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	// A concurrent checkpoint's blocks belong to nothing until it is

@@ -184,9 +184,12 @@
 //
 //  1. a file's data lock (fileData.mu), taken by reads (shared), writes,
 //     write-back and truncate of that file;
-//  2. Volume.mu, the metadata RWMutex: readers for lookups, getattr,
+//  2. Volume.wbGate, shared by every write-back from its first allocation
+//     to its commit and held alone by Check (which takes no data lock),
+//     so Check never counts blocks allocated but not yet referenced;
+//  3. Volume.mu, the metadata RWMutex: readers for lookups, getattr,
 //     readdir, xattr reads; the writer for every change;
-//  3. Volume.ckptMu (checkpoints and superblock writes), then the leaf
+//  4. Volume.ckptMu (checkpoints and superblock writes), then the leaf
 //     locks: space.mu, Volume.dirtyMu, Volume.wb.mu (the write-back's
 //     pacing), the allocator's and the journal's.
 //

@@ -23,6 +23,7 @@ type Volume struct {
 	blockSize int
 
 	mu        sync.RWMutex // metadata: the inode table and everything under it
+	wbGate    sync.RWMutex // write-backs share it, Check holds it alone (doc.go, "# Locking")
 	inodes    inodeTable
 	space     *space
 	fixed     []alloc.Extent // superblocks and log: outside the data area

@@ -21,6 +21,8 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	if len(fd.chunks) == 0 && !fd.ahead.Load() {
 		return nil
 	}
+	v.wbGate.RLock()
+	defer v.wbGate.RUnlock()
 	size := fd.size.Load()
 	var (
 		recs    []format.Record
