@@ -237,8 +237,9 @@
 // on-disk metadata; Open wraps the format package's errors as well, so both
 // errors.Is(err, ErrCorrupt) and errors.Is(err, format.ErrNoValidSuperblock)
 // hold. A failed call changes nothing. A write-back that fails at Release
-// drops the file's dirty data and returns the error (as close(2) reports
-// writeback errors).
+// drops the file's dirty data and returns the error; the FUSE adapter can
+// only log it, since the kernel sends RELEASE after close(2) has returned
+// (keeping the data dirty for the next commit to retry is still to do).
 //
 // # Check
 //
