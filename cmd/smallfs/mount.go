@@ -62,6 +62,9 @@ func (a *app) mountCmd(args []string) int {
 // mount either serves in this process (-f, or this is the daemon a mount
 // started) or starts the daemon and waits for its word.
 func (a *app) mount(p mountopt.Args, codes exitCodes) int {
+	if err := p.Config.Check(); err != nil {
+		return a.failf(codes.usage, "%v", err)
+	}
 	if p.Foreground || a.notifier != nil {
 		if err := a.serve(p); err != nil {
 			a.notifier.Fail(err)

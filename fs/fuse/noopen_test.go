@@ -140,11 +140,11 @@ func TestNoOpenOptions(t *testing.T) {
 	if o, _ := (Options{}).withDefaults(); o.mountOptions(true).ExtraCapabilities&fuse.CAP_ATOMIC_O_TRUNC == 0 {
 		t.Error("ATOMIC_O_TRUNC off by default")
 	}
-	_, err = Options{NoOpen: true, DropCache: true, NoOpenFiles: -1}.withDefaults()
+	_, err = Options{NoOpen: true, DropCache: true, FlushOnClose: true, NoOpenFiles: -1}.withDefaults()
 	if !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("bad options: %v", err)
 	}
-	for _, f := range []string{"DropCache", "NoOpenFiles"} {
+	for _, f := range []string{"DropCache", "FlushOnClose", "NoOpenFiles"} {
 		if !strings.Contains(err.Error(), f) {
 			t.Errorf("error does not name %s: %v", f, err)
 		}

@@ -91,7 +91,7 @@ type Options struct {
 	SecurityLabels bool
 	// DropCache makes the kernel drop a file's page cache at every open.
 	// Default false: the cache is kept across opens (FOPEN_KEEP_CACHE),
-	// and the kernel still drops it when it sees the size or mtime change.
+	// and the kernel still drops it when it sees the size change.
 	DropCache bool
 	// FlushOnClose writes a file's data back at every close(2) of a
 	// writable open (a FLUSH request), so close reports write-back errors,
@@ -154,6 +154,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.NoOpen && o.DropCache {
 		// Without OPEN there is no reply to carry "drop the cache".
 		errs = append(errs, fmt.Errorf("DropCache needs OPEN, which NoOpen removes: %w", ErrInvalidOption))
+	}
+	if o.NoOpen && o.FlushOnClose {
+		errs = append(errs, fmt.Errorf("FlushOnClose needs FLUSH, which NoOpen removes: %w", ErrInvalidOption))
 	}
 	if err := o.checkMountFlags(); err != nil {
 		errs = append(errs, err)

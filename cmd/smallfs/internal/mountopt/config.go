@@ -255,3 +255,12 @@ func procsString(n int) string {
 // 10-40 % more daemon CPU per request and 1.4x fewer files/s (docs/FUSE.md,
 // "Daemon CPUs"). The other half of the CPUs run the callers.
 func AutoProcs(cpus int) int { return max(1, cpus/2) }
+
+// Check reports options that contradict each other, once every -o list
+// and flag has been applied.
+func (c Config) Check() error {
+	if c.NoOpen && c.FlushOnClose {
+		return fmt.Errorf("flush_on_close=on needs no_open=off: without OPEN there is no FLUSH at close: %w", ErrBadValue)
+	}
+	return nil
+}

@@ -231,3 +231,19 @@ func TestParseArgsErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckContradictions(t *testing.T) {
+	c := Defaults()
+	if err := c.Check(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if err := c.Apply("no_open=on"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply("flush_on_close=on"); err != nil {
+		t.Fatal(err) // each list alone is fine; the pair is not
+	}
+	if err := c.Check(); !errors.Is(err, ErrBadValue) || !strings.Contains(err.Error(), "no_open=off") {
+		t.Errorf("no_open=on with flush_on_close=on: %v", err)
+	}
+}
