@@ -85,9 +85,9 @@
 // data is written back (delayed allocation) at RELEASE, which the kernel
 // sends after close(2) has returned, or earlier by the volume's commit
 // and dirty limits. Write-back errors then reach fsync, not close, as on
-// kernel ext4 or XFS (one at RELEASE itself is only logged: the volume
-// drops that dirty data); ENOSPC still comes from write(2), where the
-// volume reserves the space. Options.FlushOnClose (flush_on_close=on) keeps the
+// kernel ext4 or XFS (one at RELEASE itself is logged, and the volume
+// keeps the data for its next commit to retry); ENOSPC still comes from
+// write(2), where the volume reserves the space. Options.FlushOnClose (flush_on_close=on) keeps the
 // FLUSH of writable opens for callers who want errors at close, NFS
 // style, at one synchronous round trip per close. A file stat'ed before
 // its write-back counts its reserved blocks in st_blocks, as ext4 does.

@@ -28,7 +28,11 @@ type fileData struct {
 	// counts delayed allocation, without taking the data lock.
 	unwritten atomic.Int64
 	writers   atomic.Int32 // handles open for writing: open adds under mu, Release drops under the data lock
-	home      Ino          // directory whose cursor places the data
+	// pinned: a Release whose write-back failed left its open of the
+	// inode to the volume, so the dirty data outlives the last handle
+	// until a write-back succeeds (unpin). Under the data lock.
+	pinned bool
+	home   Ino // directory whose cursor places the data
 
 	size  atomic.Uint64
 	mtime atomic.Int64

@@ -237,9 +237,12 @@
 // on-disk metadata; Open wraps the format package's errors as well, so both
 // errors.Is(err, ErrCorrupt) and errors.Is(err, format.ErrNoValidSuperblock)
 // hold. A failed call changes nothing. A write-back that fails at Release
-// drops the file's dirty data and returns the error; the FUSE adapter can
-// only log it, since the kernel sends RELEASE after close(2) has returned
-// (keeping the data dirty for the next commit to retry is still to do).
+// returns the error, which over FUSE nobody hears (the kernel sends
+// RELEASE after close(2) has returned), so the volume keeps the dirty data
+// and the Release's open of the inode (fileData.pinned): the next commit
+// retries, an fsync meanwhile reports the error, and the first write-back
+// that succeeds lets the inode go. A map refused for fragmentation
+// (ErrNoSpace) would fail again and is dropped instead.
 //
 // # Check
 //

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"io"
 	"sync/atomic"
 	"syscall"
@@ -307,6 +308,16 @@ func (h *Handle) Release() error {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if err != nil && !errors.Is(err, ErrNoSpace) && h.n.nlink > 0 && !fd.pinned {
+		// The kernel sends RELEASE after close(2) has returned: nobody
+		// hears this error. Keep the data and this open of the inode
+		// for the commit to retry; an fsync meanwhile reports it. A
+		// refused map (ErrNoSpace: free space too fragmented for the
+		// file) would fail the same way again: it is dropped below.
+		fd.pinned = true
+		v.markDirty(h.ino, fd)
+		return err
+	}
 	h.n.opens--
 	if h.n.opens == 0 {
 		if err != nil || h.n.nlink == 0 { // nothing will write it back now

@@ -134,3 +134,45 @@ func TestRenameKeepsHeadroom(t *testing.T) {
 	}
 	t.Cleanup(func() { closeAndCheck(t, v, dev, opts) })
 }
+
+// TestReleaseWriteBackErrorKeepsData: a write-back that fails at Release
+// (the last close, which nobody waits for over FUSE) keeps the data dirty
+// and the inode held, an fsync meanwhile reports the error, and once the
+// device works again the next commit writes it and lets the inode go.
+func TestReleaseWriteBackErrorKeepsData(t *testing.T) {
+	mem := device.NewMem(16 << 20)
+	ok(t, Mkfs(mem, MkfsOptions{}))
+	dev := device.NewFaulty(mem)
+	opts := Options{CommitInterval: -1, InlineThreshold: -1}
+	v := must[*Volume](t)(Open(dev, opts))
+	data := pattern(10000, 3)
+	a, h, err := v.Create(root, RootIno, "f", 0o644, syscall.O_WRONLY)
+	ok(t, err)
+	must[int](t)(h.WriteAt(data, 0))
+	dev.FailFrom(device.OpWrite, dev.Count(device.OpWrite)+1, syscall.EIO)
+	wantErrno(t, h.Release(), syscall.EIO)
+	if v.DirtyBytes() == 0 {
+		t.Fatal("a failed write-back at Release dropped the data")
+	}
+	wantErrno(t, v.Fsync(a.Ino, false), syscall.EIO)
+	if got := readFile(t, v, a.Ino); !bytes.Equal(got, data) {
+		t.Fatal("the kept data reads differently")
+	}
+	dev.Heal()
+	ok(t, v.Sync()) // the commit's write-back
+	if d := v.DirtyBytes(); d != 0 {
+		t.Fatalf("%d bytes still dirty after the retry", d)
+	}
+	v.mu.RLock()
+	opens := v.inodes.get(a.Ino).opens
+	v.mu.RUnlock()
+	if opens != 0 {
+		t.Fatalf("%d opens left on the inode after the retry, want 0", opens)
+	}
+	ok(t, v.Close())
+	v = must[*Volume](t)(Open(mem.Reopen(), opts))
+	if got := readFile(t, v, a.Ino); !bytes.Equal(got, data) {
+		t.Fatal("the retried data did not reach the device")
+	}
+	t.Cleanup(func() { closeAndCheck(t, v, mem, opts) })
+}

@@ -57,7 +57,23 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	v.mu.Unlock()
 	v.dropDirty(fd)
 	v.acct.writebacks.Inc()
+	if fd.pinned {
+		v.unpin(ino, n, fd)
+	}
 	return nil
+}
+
+// unpin gives back the open a failed Release left to the volume, now that
+// the data is written (fd.mu held, v.mu not).
+func (v *Volume) unpin(ino Ino, n *inode, fd *fileData) {
+	fd.pinned = false
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n.opens--
+	if n.opens == 0 {
+		v.detach(n)
+		v.freeIfUnused(ino, n)
+	}
 }
 
 // inlineRecs builds the records storing a file of size bytes inline; the
