@@ -738,12 +738,9 @@ func TestNoFlushByDefault(t *testing.T) {
 	if out.OpenFlags&fuse.FOPEN_NOFLUSH == 0 || out.OpenFlags&fuse.FOPEN_KEEP_CACHE == 0 {
 		t.Errorf("open flags of a write-only create: %#x, want NOFLUSH and KEEP_CACHE", out.OpenFlags)
 	}
-	w := fuse.WriteIn{InHeader: header(out.NodeId), Fh: out.Fh}
-	if n, st := fs.Write(nil, &w, []byte("hello")); st != fuse.OK || n != 5 {
-		t.Fatalf("write: %d %v", n, st)
-	}
+	fs.write(t, out.NodeId, out.Fh, []byte("hello"))
 	fs.Release(nil, &fuse.ReleaseIn{InHeader: header(out.NodeId), Fh: out.Fh})
-	if d := fs.vol.DirtyBytes(); d != 0 {
+	if d := fs.dirty(); d != 0 {
 		t.Errorf("%d bytes still dirty after RELEASE, want them written back", d)
 	}
 	var o fuse.OpenOut

@@ -36,7 +36,6 @@ func (fs *testFS) read(t testing.TB, node uint64, size int) string {
 	return string(b)
 }
 
-// allocated reports whether node's data has blocks, i.e. was written back.
 // dirty is the data the volume holds not yet written back, in bytes.
 func (fs *testFS) dirty() int64 { return fs.vol.DirtyBytes() }
 
