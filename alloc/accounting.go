@@ -16,9 +16,10 @@ const accountBatch = 64
 
 // meter reports the extents an Allocator holds to accounting, in batches.
 type meter struct {
-	rec      *accounting.Record
-	enospc   *accounting.Counter
-	reported int64 // extents accounting shows
+	rec        *accounting.Record
+	compaction *accounting.Record // the indexes a running compaction builds
+	enospc     *accounting.Counter
+	reported   int64 // extents accounting shows
 }
 
 func newMeter(reg *accounting.Registry) meter {
@@ -26,7 +27,7 @@ func newMeter(reg *accounting.Registry) meter {
 		reg = accounting.Default
 	}
 	l := reg.Layer("alloc")
-	return meter{rec: l.FixedType("free-extent", extentBytes), enospc: l.Counter("enospc")}
+	return meter{rec: l.FixedType("free-extent", extentBytes), compaction: l.Type("compaction"), enospc: l.Counter("enospc")}
 }
 
 // sync brings accounting to n extents if it is accountBatch away, or always
@@ -53,11 +54,17 @@ func (a *Allocator) account(force bool) {
 	}
 }
 
-// Close withdraws the Allocator's memory from accounting. The Allocator
-// still works afterwards, unaccounted; Close is for the end of a mount.
+// Close withdraws the Allocator's memory from accounting, stops a running
+// compaction and waits for it to end, and turns automatic compaction off.
+// The Allocator still works afterwards, unaccounted; Close is for the end
+// of a mount.
 func (a *Allocator) Close() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.meter.sync(0, true)
 	a.closed = true
+	if c := a.compaction; c != nil {
+		c.cancel.Store(true)
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
 }

@@ -265,9 +265,33 @@ func TestAllocFreeDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestConcurrentUse runs Alloc and Free from four goroutines while
+// compactions run: automatic ones (every 16 extents turned over) and
+// explicit ones from a fifth goroutine, which checks the indexes between.
 func TestConcurrentUse(t *testing.T) {
-	a := mustNew(t, 1<<16, nil, Options{})
+	a := mustNew(t, 1<<16, nil, Options{CompactExtents: 16})
+	a.swapOps = 8
 	done := make(chan error)
+	stop := make(chan struct{})
+	compacted := make(chan error)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				compacted <- nil
+				return
+			default:
+			}
+			if _, err := a.Compact(); err != nil {
+				compacted <- err
+				return
+			}
+			if err := a.Check(); err != nil {
+				compacted <- err
+				return
+			}
+		}
+	}()
 	for w := range 4 {
 		go func() {
 			r := rand.New(rand.NewPCG(uint64(w), 9))
@@ -296,8 +320,16 @@ func TestConcurrentUse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	close(stop)
+	if err := <-compacted; err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
 	if err := a.Check(); err != nil {
 		t.Fatal(err)
+	}
+	if st := a.Stats(); st.Compactions == 0 {
+		t.Errorf("no compaction completed")
 	}
 }
 

@@ -19,6 +19,16 @@ type Allocator struct {
 	stats   counters
 	meter   meter
 	closed  bool
+
+	// Compaction (see compact.go). autoAt is Options.CompactExtents, or
+	// MaxUint64 when automatic compaction is off; wg counts the running
+	// compaction, for Close.
+	compaction     *compaction
+	autoAt         uint64
+	swapOps        int
+	compactions    uint64
+	lastCompaction Compaction
+	wg             sync.WaitGroup
 }
 
 // checkRange validates an extent given by a caller.
@@ -60,6 +70,7 @@ func (a *Allocator) Alloc(hint, want, min uint64) (Extent, error) {
 	}
 	a.free.carve(p.from, p.p)
 	a.account(false)
+	a.maybeCompact()
 	return p.p, nil
 }
 
@@ -85,6 +96,7 @@ func (a *Allocator) Free(e Extent) error {
 		return fmt.Errorf("free: %w: %v overlaps free %v", ErrDoubleFree, e, f)
 	}
 	a.account(false)
+	a.maybeCompact()
 	return nil
 }
 
@@ -135,6 +147,7 @@ func (a *Allocator) Commit(epoch uint64) {
 		}
 	})
 	a.account(false)
+	a.maybeCompact()
 }
 
 // Reserve marks e, which must be free, as used: a replay puts an extent
@@ -151,5 +164,6 @@ func (a *Allocator) Reserve(e Extent) error {
 	}
 	a.free.carve(f, e)
 	a.account(false)
+	a.maybeCompact()
 	return nil
 }

@@ -58,7 +58,7 @@ func runWorkload(b *testing.B, newPolicy func(uint64, []Extent) (policy, error),
 // (W3: at the last high mark); fragallocs-% and ext/fragalloc count
 // requests that needed more than one extent; failed-allocs counts requests
 // left short while enough blocks were free; B/extent is the heap the policy
-// holds per free extent at the end; pairs/s counts Alloc and Free calls,
+// holds per free extent at the end, extents how many it holds; pairs/s counts Alloc and Free calls,
 // over the time spent inside them. ns/op is the wall time of a whole run,
 // oracle and checks included: ignore it.
 func report(b *testing.B, rec *recorder) {
@@ -76,6 +76,7 @@ func report(b *testing.B, rec *recorder) {
 	}
 	b.ReportMetric(float64(rec.failed), "failed-allocs")
 	b.ReportMetric(mean(rec.bytesPerX), "B/extent")
+	b.ReportMetric(mean(rec.extents), "extents")
 	b.ReportMetric(float64(rec.allocs+rec.frees)/2/(float64(rec.timedNs)/1e9), "pairs/s")
 	b.ReportMetric(float64(rec.gcs)/float64(b.N), "gcs/run")
 }

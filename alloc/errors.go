@@ -35,6 +35,9 @@ var (
 	// ErrCapacity is returned by New and NewWithUsed for a capacity of zero or
 	// above MaxCapacity.
 	ErrCapacity = errors.New("capacity out of range")
+	// ErrClosed is returned by Compact when the Allocator is closed before
+	// or while it runs.
+	ErrClosed = errors.New("allocator closed")
 	// ErrOptions is returned by New and NewWithUsed when an option is invalid.
 	ErrOptions = errors.New("invalid options")
 )

@@ -40,6 +40,7 @@ type recorder struct {
 	allocs    int
 	scores    []float64
 	bytesPerX []float64
+	extents   []float64 // free extents at the end of each run
 	visits    uint64
 	gcs       uint32
 }
@@ -165,6 +166,7 @@ func (h *harness) finish() {
 	h.rec.failed += h.failed
 	h.rec.allocs += h.calls
 	h.rec.visits += h.p.cost().visits
+	h.rec.extents = append(h.rec.extents, float64(h.p.space().extents()))
 	h.rec.bytesPerX = append(h.rec.bytesPerX, bytesPerExtent(&h.p))
 }
 

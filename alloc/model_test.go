@@ -43,19 +43,27 @@ const (
 // model is the reference: one state per block, plus the live extents a
 // caller owns and the pending ones by epoch.
 type model struct {
-	t       testing.TB
-	a       *Allocator
-	blocks  []byte
-	live    []Extent
-	pending map[uint64][]Extent
-	epoch   uint64
+	t          testing.TB
+	a          *Allocator
+	blocks     []byte
+	live       []Extent
+	pending    map[uint64][]Extent
+	epoch      uint64
+	compacting bool // a compact step is running steps from its hook
+	rounds     int  // rounds of replay outside the mutex in compact steps
 }
 
+// newModel returns a model whose Allocator compacts itself in the
+// background once 8 extents have turned over, and replays under its mutex
+// only the last 2 mutations of a compaction, so that short sequences see
+// every phase.
 func newModel(t testing.TB, capacity uint64) *model {
-	a, err := New(capacity, Options{WindowExtents: 4, WindowBlocks: capacity / 8})
+	a, err := New(capacity, Options{WindowExtents: 4, WindowBlocks: capacity / 8, CompactExtents: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.swapOps = 2
+	t.Cleanup(a.Close)
 	return &model{t: t, a: a, blocks: make([]byte, capacity), pending: map[uint64][]Extent{}}
 }
 
@@ -164,7 +172,7 @@ func (m *model) mustFail(step int, op string, want error, f func() error) {
 // step performs one random operation and checks the result.
 func (m *model) step(i int, s source) string {
 	capacity := uint64(len(m.blocks))
-	switch op := s.intn(16); {
+	switch op := s.intn(17); {
 	case op < 6:
 		want := 1 + s.intn(capacity/4)
 		min := 1 + s.intn(want)
@@ -232,10 +240,35 @@ func (m *model) step(i int, s source) string {
 		m.set(e, stUsed)
 		m.live = append(m.live, e)
 		return "reserve"
-	default:
+	case op < 16:
 		m.misuse(i, s)
 		return "misuse"
+	default:
+		return m.compact(i, s)
 	}
+}
+
+// compact runs a compaction that performs random steps, each checked,
+// after its clone, after its build and after each round of replay: the
+// mutations it must record and replay (a compaction already running in
+// the background is waited for instead).
+func (m *model) compact(i int, s source) string {
+	if m.compacting {
+		return "compact busy"
+	}
+	m.compacting = true
+	defer func() { m.compacting = false }()
+	figs, err := m.a.compactWith(func(p phase) {
+		for j := range s.intn(6) {
+			op := m.step(i, s)
+			m.verify(i, fmt.Sprintf("%s, step %d of compaction phase %d", op, j, p))
+		}
+	})
+	if err != nil {
+		m.t.Fatalf("step %d: compact: %v", i, err)
+	}
+	m.rounds += figs.Rounds
+	return "compact"
 }
 
 // misuse tries one call that must fail and change nothing.
@@ -266,6 +299,7 @@ func (m *model) misuse(i int, s source) {
 }
 
 func TestModel(t *testing.T) {
+	rounds, compactions := 0, uint64(0)
 	for seed := range uint64(8) {
 		m := newModel(t, 64+seed*61)
 		s := randSource{rand.New(rand.NewPCG(seed, 2))}
@@ -273,7 +307,16 @@ func TestModel(t *testing.T) {
 			op := m.step(i, s)
 			m.verify(i, op)
 		}
+		m.a.waitCompaction()
+		rounds += m.rounds
+		compactions += m.a.Stats().Compactions
 	}
+	// Whatever the timing, the compact steps replayed rounds outside the
+	// mutex (their hooks make mutations), and compactions completed.
+	if rounds == 0 || compactions == 0 {
+		t.Errorf("%d compactions, %d rounds of replay outside the mutex: the model did not exercise compaction", compactions, rounds)
+	}
+	t.Logf("%d compactions, %d rounds", compactions, rounds)
 }
 
 func FuzzModel(f *testing.F) {

@@ -19,6 +19,12 @@ type Options struct {
 	// BlockSize is the size of a block in bytes. It only weighs extents in
 	// the fragmentation score, whose scale is in bytes. Default 4096.
 	BlockSize uint64
+	// CompactExtents turns automatic compaction on for free space of at
+	// least this many extents: once the size index has seen as many
+	// removals as it holds extents, a goroutine rebuilds both indexes
+	// densely (see "Memory and compaction" in doc.go). Default 4096; a
+	// negative value turns it off (Compact still works).
+	CompactExtents int
 	// Registry receives the memory the Allocator holds (layer "alloc",
 	// type "free-extent") and its ENOSPC count. Default accounting.Default.
 	Registry *accounting.Registry
@@ -28,6 +34,7 @@ const (
 	defaultWindowExtents = 32
 	defaultWindowBlocks  = 4096
 	defaultBlockSize     = 4096
+	defaultCompact       = 4096
 	maxWindowExtents     = 1 << 16
 )
 
@@ -46,6 +53,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.WindowBlocks = defaultWindowBlocks
 	case o.WindowBlocks > MaxCapacity:
 		o.WindowBlocks = MaxCapacity // the whole device: no further bound
+	}
+	if o.CompactExtents == 0 {
+		o.CompactExtents = defaultCompact
 	}
 	switch {
 	case o.BlockSize == 0:

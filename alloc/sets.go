@@ -95,6 +95,25 @@ func (s *keySet) descend(k uint64, f func(uint64) bool) {
 	}
 }
 
+// clone returns a copy of the set that shares its nodes until either is
+// changed (google/btree's copy on write): O(1). The copy may be read by
+// another goroutine while the set goes on changing under its guard.
+func (s *keySet) clone() keySet {
+	if s.t == nil {
+		return keySet{}
+	}
+	return keySet{s.t.Clone()}
+}
+
+// keys yields every key in the set's order.
+func (s *keySet) keys() iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		if s.t != nil {
+			s.t.Ascend(yield)
+		}
+	}
+}
+
 // offSet is a set of disjoint extents ordered by offset.
 type offSet struct{ keySet }
 
@@ -181,8 +200,9 @@ func (s *offSet) all() iter.Seq[Extent] { return s.from(0, false) }
 // descent: an insert can only raise it, and only removing it forgets it.
 type sizeSet struct {
 	keySet
-	top   uint64 // the greatest key, if topOK
-	topOK bool
+	top      uint64 // the greatest key, if topOK
+	topOK    bool
+	removals uint64 // keys removed since the set was built: the turnover
 }
 
 func (s *sizeSet) insert(e Extent) {
@@ -197,6 +217,7 @@ func (s *sizeSet) insert(e Extent) {
 func (s *sizeSet) remove(e Extent) {
 	k := sizeKey(e)
 	s.keySet.remove(k)
+	s.removals++
 	if k == s.top {
 		s.topOK = false
 	}

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/smallfs/smallfs/internal/invariants"
 )
@@ -13,6 +14,29 @@ type space struct {
 	byOff  offSet
 	bySize sizeSet
 	blocks uint64 // sum of the lengths
+	log    *[]op  // while a compaction runs, where add and carve record themselves
+}
+
+// op is one mutation of free space recorded while a compaction runs, to be
+// replayed onto the new indexes: the carve of piece out of extent from, or,
+// when from is addOp, the free of piece (both as offset keys).
+type op struct{ from, piece uint64 }
+
+// addOp marks a free: no extent has this offset key (it would start at
+// block 2^32-1 with 2^32 blocks).
+const addOp = math.MaxUint64
+
+// replay applies recorded mutations. They were valid on a space that held
+// the same extents, so they are valid here.
+func (s *space) replay(ops []op) {
+	for _, o := range ops {
+		p := fromOffKey(o.piece)
+		if o.from != addOp {
+			s.carve(fromOffKey(o.from), p)
+		} else if f, ok := s.add(p); !ok && invariants.Enabled {
+			panic(fmt.Sprintf("alloc: replayed free of %v overlaps %v", p, f))
+		}
+	}
 }
 
 func (s *space) extents() int { return s.byOff.len() }
@@ -27,6 +51,9 @@ func (s *space) add(e Extent) (overlap Extent, ok bool) {
 	}
 	if hasRight && right.Off < e.End() {
 		return right, false
+	}
+	if s.log != nil {
+		*s.log = append(*s.log, op{from: addOp, piece: offKey(e)})
 	}
 	s.blocks += e.Len
 	mergeLeft := hasLeft && left.End() == e.Off
@@ -61,6 +88,9 @@ func (s *space) add(e Extent) (overlap Extent, ok bool) {
 func (s *space) carve(f, p Extent) {
 	if invariants.Enabled && !f.contains(p) {
 		panic(fmt.Sprintf("alloc: carving %v out of %v", p, f))
+	}
+	if s.log != nil {
+		*s.log = append(*s.log, op{from: offKey(f), piece: offKey(p)})
 	}
 	s.blocks -= p.Len
 	s.bySize.remove(f)

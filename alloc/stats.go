@@ -31,6 +31,9 @@ type Stats struct {
 	Seeks     uint64 // B-tree descents by all calls
 	MaxVisits uint64 // most extents looked at by one call
 	MaxSeeks  uint64 // most B-tree descents by one call
+
+	Compactions    uint64     // compactions completed
+	LastCompaction Compaction // the figures of the last one
 }
 
 // counters accumulate the per-call figures of Stats.
@@ -96,6 +99,9 @@ func (a *Allocator) Stats() Stats {
 		Seeks:     a.stats.seeks,
 		MaxVisits: a.stats.maxVis,
 		MaxSeeks:  a.stats.maxSeeks,
+
+		Compactions:    a.compactions,
+		LastCompaction: a.lastCompaction,
 	}
 	st.Score = FragmentationScore(func(yield func(uint64) bool) {
 		for e := range a.free.byOff.all() {
