@@ -24,6 +24,7 @@ type Allocator struct {
 	// MaxUint64 when automatic compaction is off; wg counts the running
 	// compaction, for Close.
 	compaction     *compaction
+	starting       *compaction // begun under the mutex, to run once it is released
 	autoAt         uint64
 	swapOps        int
 	compactions    uint64
@@ -58,7 +59,7 @@ func (a *Allocator) Alloc(hint, want, min uint64) (Extent, error) {
 	}
 	hint = clampHint(hint, a.capacity)
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	var c cost
 	p, ok := a.free.near(hint, want, min, a.opts.WindowExtents, a.opts.WindowBlocks, &c)
 	a.stats.record(c, p, ok, hint, a.opts.WindowBlocks)
@@ -88,7 +89,7 @@ func (a *Allocator) Free(e Extent) error {
 		return fmt.Errorf("free: %w", err)
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	if err := a.checkNotPending(e); err != nil {
 		return fmt.Errorf("free: %w", err)
 	}
@@ -140,7 +141,7 @@ func (a *Allocator) checkNotPending(e Extent) error {
 // allocatable.
 func (a *Allocator) Commit(epoch uint64) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	a.pending.release(epoch, func(e Extent) {
 		if f, ok := a.free.add(e); !ok && invariants.Enabled {
 			panic(fmt.Sprintf("alloc: pending %v overlaps free %v", e, f))
@@ -157,7 +158,7 @@ func (a *Allocator) Reserve(e Extent) error {
 		return fmt.Errorf("reserve: %w", err)
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	f, ok := a.free.byOff.atOrBefore(e.Off)
 	if !ok || !f.contains(e) {
 		return fmt.Errorf("reserve: %w: %v", ErrNotFree, e)

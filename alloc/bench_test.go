@@ -23,6 +23,7 @@ var (
 	benchCapacity = flag.Uint64("alloc.capacity", 1<<20, "device size in blocks for benchmarks W1-W4 (W3 uses 4x)")
 	benchHints    = flag.String("alloc.hints", "zero", "hints of W1-W3: zero (as Ceph's tests) or random")
 	benchWindow   = flag.Int("alloc.window", 0, "WindowExtents (K) of the smallfs policy; 0 for the default")
+	benchCompact  = flag.Int("alloc.compact", 0, "CompactExtents of the smallfs policy; 0 for the default, -1 for no automatic compaction")
 )
 
 // runWorkload runs work once per b.N iteration on a fresh policy (seed i)
@@ -358,7 +359,9 @@ func BenchmarkNewWithUsed(b *testing.B) {
 
 // BenchmarkW1Throughput is W1's steady state (allocate and release random
 // power-of-two sizes at a fixed fill) without per-call timing or oracle:
-// ns/op is the time of one Alloc+Free pair, cpu-ns/op its CPU time.
+// ns/op is the time of one Alloc+Free pair, cpu-ns/op its CPU time (of
+// the process: compactions included); the smallfs policy also reports its
+// compactions per million pairs and the free extents it ends with.
 func BenchmarkW1Throughput(b *testing.B) {
 	for _, fill := range []int{50} {
 		b.Run(fmt.Sprintf("fill=%d", fill), func(b *testing.B) {
@@ -387,6 +390,12 @@ func BenchmarkW1Throughput(b *testing.B) {
 					k := picks[j] % len(live)
 					p.free(live[k])
 					live[k] = e
+				}
+				b.StopTimer()
+				if s, ok := p.(smallfsPolicy); ok {
+					st := s.a.Stats()
+					b.ReportMetric(float64(st.Compactions)/float64(b.N)*1e6, "compactions/Mpair")
+					b.ReportMetric(float64(st.FreeExtents), "extents")
 				}
 			})
 		})

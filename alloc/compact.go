@@ -3,6 +3,8 @@ package alloc
 import (
 	"fmt"
 	"iter"
+	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -13,26 +15,31 @@ import (
 // the rebuild; see "Memory and compaction" in doc.go for the phases.
 
 const (
-	// defaultSwapOps is how few recorded mutations a compaction replays
-	// under the mutex, at the swap; longer logs are replayed outside it
-	// first, in rounds. A replayed mutation costs 2-4 descents.
-	defaultSwapOps = 256
-	// maxRounds bounds the rounds replayed outside the mutex: should the
-	// callers outpace the replay, the last round replays what is left
-	// under the mutex rather than chase them forever.
-	maxRounds = 16
+	// defaultSwapOps is the most recorded mutations a compaction replays
+	// in one hold of the mutex. A replayed mutation costs 2-4 descents.
+	defaultSwapOps = 64
+	// helpOps is how many recorded mutations each Alloc, Free, Commit or
+	// Reserve replays, besides recording its own, while a compaction
+	// drains its log under the mutex: the log shrinks by at least one per
+	// call however busy the callers are.
+	helpOps = 2
+	// maxRounds bounds the rounds of replay outside the mutex: each must
+	// shrink the log by a quarter, so 32 rounds end with at most 1/10^4
+	// of what the build left.
+	maxRounds = 32
 )
 
 // Compaction describes one compaction of the free-space indexes.
 type Compaction struct {
 	Extents   uint64        // free extents in the indexes when they were cloned
 	Replayed  uint64        // mutations made meanwhile, replayed onto the new indexes
-	SwapOps   uint64        // of which replayed under the mutex, at the swap
+	Drained   uint64        // of which under the mutex: in the drain and at the swap
 	Rounds    int           // rounds of replay outside the mutex
 	CloneHold time.Duration // mutex held to clone both indexes and start the log
 	Build     time.Duration // building the new indexes, mutex not held
 	CatchUp   time.Duration // replaying rounds, mutex not held
-	SwapHold  time.Duration // mutex held for the last replay and the swap
+	MaxHold   time.Duration // longest hold of the mutex after the clone
+	SwapHold  time.Duration // mutex held by the last replay and the swap
 }
 
 // phase names a point of a compaction where a test hook runs, with the
@@ -43,6 +50,7 @@ const (
 	phaseCloned   phase = iota // before the build
 	phaseBuilt                 // before the first round
 	phaseCaughtUp              // after a round replayed outside the mutex
+	phaseDraining              // after a hold of the drain
 )
 
 // compaction is the state of one compaction. log and figs.SwapHold are
@@ -54,6 +62,8 @@ type compaction struct {
 	blocks uint64  // free blocks at the clone
 	log    []op    // mutations since the clone; the live space appends
 	spare  []op    // the previous round's log, reused
+	next   *space  // in the drain, the new indexes; nil before
+	cursor int     // in the drain, the log's ops replayed so far
 	figs   Compaction
 	err    error
 	done   chan struct{} // closed when the compaction has ended
@@ -71,19 +81,21 @@ func (a *Allocator) Compact() (Compaction, error) { return a.compactWith(nil) }
 
 // compactWith is Compact with a hook run at each phase (tests).
 func (a *Allocator) compactWith(hook func(phase)) (Compaction, error) {
+	c := &compaction{done: make(chan struct{}), hook: hook}
 	a.mu.Lock()
+	t := time.Now()
 	if a.closed {
 		a.mu.Unlock()
 		return Compaction{}, fmt.Errorf("compact: %w", ErrClosed)
 	}
-	c := a.compaction
-	if c == nil {
-		c = a.startCompaction(hook)
+	if running := a.compaction; running != nil {
+		a.mu.Unlock()
+		<-running.done
+		c = running
+	} else {
+		a.begin(c, t)
 		a.mu.Unlock()
 		a.runCompaction(c)
-	} else {
-		a.mu.Unlock()
-		<-c.done
 	}
 	if c.err != nil {
 		return c.figs, fmt.Errorf("compact: %w", c.err)
@@ -91,36 +103,53 @@ func (a *Allocator) compactWith(hook func(phase)) (Compaction, error) {
 	return c.figs, nil
 }
 
-// maybeCompact starts a compaction in the background once the size index
+// maybeCompact runs after every change of free space (a.mu held). While
+// a compaction drains its log, the caller replays helpOps mutations of it.
+// Otherwise it starts a compaction in the background once the size index
 // has seen as many removals as it holds extents (the population has
-// turned over) and holds at least Options.CompactExtents (a.mu held).
+// turned over) and holds at least Options.CompactExtents.
 func (a *Allocator) maybeCompact() {
-	if a.free.bySize.removals < a.autoAt || a.compaction != nil || a.closed {
+	if c := a.compaction; c != nil {
+		if c.next != nil && a.drain(c, helpOps) {
+			a.swapIn(c, time.Now())
+		}
+		return
+	}
+	if a.free.bySize.removals < a.autoAt || a.closed {
 		return
 	}
 	if n := uint64(a.free.extents()); n < a.autoAt || a.free.bySize.removals < n {
 		return
 	}
-	go a.runCompaction(a.startCompaction(nil))
+	t := time.Now() // the hold counts the allocation of c, under the mutex here
+	c := &compaction{done: make(chan struct{})}
+	a.begin(c, t)
+	a.starting = c
 }
 
-// startCompaction clones both indexes and starts recording the mutations
-// of free space (a.mu held).
-func (a *Allocator) startCompaction(hook func(phase)) *compaction {
-	t := time.Now()
-	c := &compaction{
-		off:    offSet{a.free.byOff.clone()},
-		size:   sizeSet{keySet: a.free.bySize.clone()},
-		blocks: a.free.blocks,
-		done:   make(chan struct{}),
-		hook:   hook,
+// unlock releases the mutex and then starts the goroutine of a compaction
+// begun under it: waking a processor for it took 10-40 µs on the VM, too
+// long to hold the mutex for.
+func (a *Allocator) unlock() {
+	c := a.starting
+	a.starting = nil
+	a.mu.Unlock()
+	if c != nil {
+		go a.runCompaction(c)
 	}
+}
+
+// begin clones both indexes and starts recording the mutations of free
+// space; the mutex has been held since t (a.mu held).
+func (a *Allocator) begin(c *compaction, t time.Time) {
+	c.off = offSet{a.free.byOff.clone()}
+	c.size = sizeSet{keySet: a.free.bySize.clone()}
+	c.blocks = a.free.blocks
 	c.figs.Extents = uint64(a.free.extents())
 	a.free.log = &c.log
 	a.compaction = c
 	a.wg.Add(1)
 	c.figs.CloneHold = time.Since(t)
-	return c
 }
 
 // runCompaction builds new indexes from the clones, catches up with the
@@ -134,28 +163,51 @@ func (a *Allocator) runCompaction(c *compaction) {
 
 	c.at(phaseCloned)
 	t := time.Now()
-	ns := space{blocks: c.blocks}
+	ns := &space{blocks: c.blocks}
 	built := ns.fill(c.off.keys(), c.size.keys(), &c.cancel)
 	c.off, c.size = offSet{}, sizeSet{}
 	c.figs.Build = time.Since(t)
 	if !built {
-		c.err = a.abortCompaction()
+		c.err = a.abortCompaction(c)
 		return
 	}
 	c.at(phaseBuilt)
+	if a.catchUp(c, ns) {
+		a.drainAll(c)
+	}
+}
+
+// catchUp replays the log onto ns in rounds outside the mutex while each
+// round shrinks it by a quarter at least, and swaps ns in once few
+// mutations are left.
+// It returns true, with ns handed to the drain, if the callers outpace the
+// rounds.
+func (a *Allocator) catchUp(c *compaction, ns *space) (drain bool) {
+	last := math.MaxInt
 	for {
 		a.mu.Lock()
 		if c.cancel.Load() {
 			a.mu.Unlock()
-			c.err = a.abortCompaction()
-			return
+			c.err = a.abortCompaction(c)
+			return false
 		}
 		ops := c.log
-		if len(ops) <= a.swapOps || c.figs.Rounds == maxRounds {
-			a.swapIn(c, &ns, ops)
+		if len(ops) <= a.swapOps {
+			t := time.Now()
+			ns.replay(ops)
+			c.figs.Replayed += uint64(len(ops))
+			c.figs.Drained += uint64(len(ops))
+			c.next = ns
+			a.swapIn(c, t)
 			a.mu.Unlock()
-			return
+			return false
 		}
+		if len(ops) > last/4*3 || c.figs.Rounds == maxRounds {
+			c.next = ns
+			a.mu.Unlock()
+			return true
+		}
+		last = len(ops)
 		c.log = c.spare[:0]
 		a.mu.Unlock()
 		t := time.Now()
@@ -168,35 +220,79 @@ func (a *Allocator) runCompaction(c *compaction) {
 	}
 }
 
+// drainAll replays the log under the mutex, swapOps mutations per hold,
+// until it or a caller helping with it (maybeCompact) has replayed all and
+// swapped the new indexes in.
+func (a *Allocator) drainAll(c *compaction) {
+	for {
+		a.mu.Lock()
+		if a.compaction != c { // a caller swapped
+			a.mu.Unlock()
+			return
+		}
+		if c.cancel.Load() {
+			a.mu.Unlock()
+			c.err = a.abortCompaction(c)
+			return
+		}
+		t := time.Now()
+		if a.drain(c, a.swapOps) {
+			a.swapIn(c, t)
+			a.mu.Unlock()
+			return
+		}
+		c.figs.MaxHold = max(c.figs.MaxHold, time.Since(t))
+		a.mu.Unlock()
+		runtime.Gosched() // let the callers waiting for the mutex in
+		c.at(phaseDraining)
+	}
+}
+
+// drain replays up to n recorded mutations onto the new indexes and
+// reports whether none is left (a.mu held).
+func (a *Allocator) drain(c *compaction, n int) bool {
+	ops := c.log[c.cursor:min(c.cursor+n, len(c.log))]
+	c.next.replay(ops)
+	c.cursor += len(ops)
+	c.figs.Replayed += uint64(len(ops))
+	c.figs.Drained += uint64(len(ops))
+	return c.cursor == len(c.log)
+}
+
 func (c *compaction) at(p phase) {
 	if c.hook != nil {
 		c.hook(p)
 	}
 }
 
-// swapIn replays the last mutations onto ns and makes it the free space
-// (a.mu held).
-func (a *Allocator) swapIn(c *compaction, ns *space, ops []op) {
-	t := time.Now()
-	ns.replay(ops)
+// swapIn makes the new indexes, which have replayed the whole log, the
+// free space; the mutex has been held since t (a.mu held).
+func (a *Allocator) swapIn(c *compaction, t time.Time) {
 	if invariants.Enabled {
-		a.free.mustEqual(ns)
+		a.free.mustEqual(c.next)
 	}
-	a.free = *ns
+	a.free = *c.next
+	a.free.log = nil
+	// The next turnover counts from here, not from the clone: should the
+	// callers have turned the extents over while this compaction ran,
+	// the next one would otherwise start at once, and compactions would
+	// take all the time (and the copies on write and the replays with them).
+	a.free.bySize.removals = 0
 	a.compaction = nil
-	c.figs.Replayed += uint64(len(ops))
-	c.figs.SwapOps = uint64(len(ops))
+	c.next, c.log, c.spare = nil, nil, nil
 	c.figs.SwapHold = time.Since(t)
+	c.figs.MaxHold = max(c.figs.MaxHold, c.figs.SwapHold)
 	a.compactions++
 	a.lastCompaction = c.figs
 }
 
 // abortCompaction stops recording and leaves the indexes as they are.
-func (a *Allocator) abortCompaction() error {
+func (a *Allocator) abortCompaction(c *compaction) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.free.log = nil
 	a.compaction = nil
+	c.next, c.log, c.spare = nil, nil, nil
 	return ErrClosed
 }
 

@@ -68,9 +68,11 @@ func (h *harness) alloc(hint, want, min uint64) (Extent, bool) {
 	sampled := h.calls%h.oracleEvery == 0
 	if min == want && sampled {
 		var c cost
-		if p, ok := nearestFit(h.p.space(), hint, want, want, &c); ok && p.p.Len == want {
-			oracle = int64(p.rank.dist())
-		}
+		h.p.view(func(s *space) {
+			if p, ok := nearestFit(s, hint, want, want, &c); ok && p.p.Len == want {
+				oracle = int64(p.rank.dist())
+			}
+		})
 	}
 	t := time.Now()
 	e, ok := h.p.alloc(hint, want, min)
@@ -147,14 +149,15 @@ func (h *harness) release(quota uint64) {
 
 // score records the fragmentation score of free space now.
 func (h *harness) score() {
-	s := h.p.space()
-	h.rec.scores = append(h.rec.scores, FragmentationScore(func(yield func(uint64) bool) {
-		for e := range s.byOff.all() {
-			if !yield(e.Len) {
-				return
+	h.p.view(func(s *space) {
+		h.rec.scores = append(h.rec.scores, FragmentationScore(func(yield func(uint64) bool) {
+			for e := range s.byOff.all() {
+				if !yield(e.Len) {
+					return
+				}
 			}
-		}
-	}, defaultBlockSize))
+		}, defaultBlockSize))
+	})
 }
 
 // finish records the memory the policy holds per free extent and its
@@ -166,14 +169,19 @@ func (h *harness) finish() {
 	h.rec.failed += h.failed
 	h.rec.allocs += h.calls
 	h.rec.visits += h.p.cost().visits
-	h.rec.extents = append(h.rec.extents, float64(h.p.space().extents()))
+	h.p.view(func(s *space) { h.rec.extents = append(h.rec.extents, float64(s.extents())) })
 	h.rec.bytesPerX = append(h.rec.bytesPerX, bytesPerExtent(&h.p))
 }
 
 // bytesPerExtent measures the heap that *p holds per free extent: the live
-// heap with the policy minus the live heap after it is dropped.
+// heap with the policy minus the live heap after it is dropped. A running
+// compaction, which holds both the old and the new indexes, is waited for.
 func bytesPerExtent(p *policy) float64 {
-	n := (*p).space().extents()
+	if s, ok := (*p).(interface{ settle() }); ok {
+		s.settle()
+	}
+	var n int
+	(*p).view(func(s *space) { n = s.extents() })
 	with := liveHeap()
 	runtime.KeepAlive(*p)
 	*p = nil

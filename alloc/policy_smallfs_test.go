@@ -4,7 +4,7 @@ package alloc
 type smallfsPolicy struct{ a *Allocator }
 
 func newSmallfsPolicy(capacity uint64, used []Extent) (policy, error) {
-	a, err := NewWithUsed(capacity, used, Options{WindowExtents: *benchWindow})
+	a, err := NewWithUsed(capacity, used, Options{WindowExtents: *benchWindow, CompactExtents: *benchCompact})
 	return smallfsPolicy{a}, err
 }
 
@@ -23,4 +23,12 @@ func (p smallfsPolicy) cost() cost {
 	return cost{visits: p.a.stats.visits, seeks: p.a.stats.seeks}
 }
 
-func (p smallfsPolicy) space() *space { return &p.a.free }
+func (p smallfsPolicy) view(f func(*space)) {
+	p.a.mu.Lock()
+	defer p.a.mu.Unlock()
+	f(&p.a.free)
+}
+
+// settle waits for a running compaction, which holds the indexes, to end
+// (the harness measures memory next).
+func (p smallfsPolicy) settle() { p.a.waitCompaction() }

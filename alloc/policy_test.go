@@ -14,8 +14,10 @@ type policy interface {
 	free(e Extent)
 	// cost returns the visits and seeks of all alloc calls so far.
 	cost() cost
-	// space exposes free space to the oracle, the score and the checks.
-	space() *space
+	// view calls f with free space, for the oracle, the score and the
+	// checks; nothing changes it meanwhile (the Allocator holds its mutex:
+	// a compaction may swap its indexes at any time).
+	view(f func(s *space))
 }
 
 // policies lists every strategy, the Allocator first.
@@ -64,8 +66,8 @@ func (b *baseline) free(e Extent) {
 	}
 }
 
-func (b *baseline) cost() cost    { return b.c }
-func (b *baseline) space() *space { return &b.s }
+func (b *baseline) cost() cost          { return b.c }
+func (b *baseline) view(f func(*space)) { f(&b.s) }
 
 // largestFit is the partial-allocation rule every baseline shares: the
 // largest extent, if it holds min.
@@ -114,9 +116,11 @@ func TestPolicies(t *testing.T) {
 						live = append(live, e)
 					}
 				}
-				if errs := p.space().check(capacity, true); len(errs) > 0 {
-					t.Fatalf("step %d: %v", i, errs)
-				}
+				p.view(func(s *space) {
+					if errs := s.check(capacity, true); len(errs) > 0 {
+						t.Fatalf("step %d: %v", i, errs)
+					}
+				})
 			}
 		})
 	}
