@@ -105,9 +105,10 @@ func (a *Allocator) compactWith(hook func(phase)) (Compaction, error) {
 
 // maybeCompact runs after every change of free space (a.mu held). While
 // a compaction drains its log, the caller replays helpOps mutations of it.
-// Otherwise it starts a compaction in the background once the size index
-// has seen as many removals as it holds extents (the population has
-// turned over) and holds at least Options.CompactExtents.
+// Otherwise it begins a compaction, to run in the background, once the
+// size index holds at least Options.CompactExtents extents and has seen
+// removals of half as many since it was built (half the population has
+// turned over; see "Memory and compaction" for why half).
 func (a *Allocator) maybeCompact() {
 	if c := a.compaction; c != nil {
 		if c.next != nil && a.drain(c, helpOps) {
@@ -115,10 +116,10 @@ func (a *Allocator) maybeCompact() {
 		}
 		return
 	}
-	if a.free.bySize.removals < a.autoAt || a.closed {
+	if 2*a.free.bySize.removals < a.autoAt || a.closed {
 		return
 	}
-	if n := uint64(a.free.extents()); n < a.autoAt || a.free.bySize.removals < n {
+	if n := uint64(a.free.extents()); n < a.autoAt || 2*a.free.bySize.removals < n {
 		return
 	}
 	t := time.Now() // the hold counts the allocation of c, under the mutex here

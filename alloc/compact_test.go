@@ -99,10 +99,10 @@ func (a *Allocator) compactState() (started bool, removals uint64, extents int) 
 
 // TestAutoCompactionTrigger: with n one-block holes, Alloc+Free pairs at
 // the holes remove one size key in each Alloc (none in Free) and hold n-1
-// extents after an Alloc, n after a Free. So the compaction starts at the
-// (n-1)-th Alloc if CompactExtents <= n-1, at the n-th Free if it is n,
-// never if it is above n or off; and never before the removals reach the
-// extents held.
+// extents after an Alloc, n after a Free. A compaction starts once the
+// removals reach half the extents held: with n = 300, at the 150th Alloc
+// (call 299) if CompactExtents <= 299, at the 150th Free (call 300) if it
+// is 300, never if it is above n or off; and never before.
 func TestAutoCompactionTrigger(t *testing.T) {
 	const holes = 300
 	var used []Extent
@@ -112,7 +112,7 @@ func TestAutoCompactionTrigger(t *testing.T) {
 	for _, c := range []struct {
 		threshold int
 		at        int // the call (Alloc 2i-1, Free 2i) that starts it; 0: none in 3n pairs
-	}{{64, 2*(holes-1) - 1}, {holes, 2 * holes}, {holes + 1, 0}, {-1, 0}} {
+	}{{64, 299}, {holes, 300}, {holes + 1, 0}, {-1, 0}} {
 		a := mustNew(t, 2*holes, used, Options{CompactExtents: c.threshold})
 		r := rand.New(rand.NewPCG(1, 1))
 		got := 0
