@@ -4,8 +4,9 @@ import "github.com/smallfs/smallfs/accounting"
 
 // extentBytes is what one free or pending extent is accounted at: an
 // estimate, since google/btree does not report its nodes. Both indexes
-// together measure about 19 bytes per extent right after NewWithUsed and
-// 28-33 bytes after long churn (see "Memory" in doc.go); 24 is the middle.
+// together measure about 23 bytes per extent after a build or a
+// compaction and 28-33 bytes after long churn without one (see "Memory
+// and compaction" in doc.go): 24 is what compaction keeps them near.
 const extentBytes = 24
 
 // accountBatch is how far the extent count may drift from what accounting

@@ -253,16 +253,23 @@ func TestSeeksPerCall(t *testing.T) {
 func TestAllocFreeDoesNotAllocate(t *testing.T) {
 	capacity, hint, used := pathological(1000)
 	a := mustNew(t, capacity, used, Options{})
-	n := testing.AllocsPerRun(200, func() {
-		e, err := a.Alloc(hint, 8, 8)
+	if n := allocsPerPair(t, a, hint, 8); n != 0 {
+		t.Errorf("%v heap allocations per Alloc+Free; want 0", n)
+	}
+}
+
+// allocsPerPair returns the heap allocations of Alloc(hint, n, n) followed
+// by the Free of what it returned.
+func allocsPerPair(t *testing.T, a *Allocator, hint, n uint64) float64 {
+	return testing.AllocsPerRun(200, func() {
+		e, err := a.Alloc(hint, n, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = a.Free(e)
+		if err := a.Free(e); err != nil {
+			t.Fatal(err)
+		}
 	})
-	if n != 0 {
-		t.Errorf("%v heap allocations per Alloc+Free; want 0", n)
-	}
 }
 
 // TestConcurrentUse runs Alloc and Free from four goroutines while

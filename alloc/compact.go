@@ -53,12 +53,12 @@ const (
 	phaseDraining              // after a hold of the drain
 )
 
-// compaction is the state of one compaction. log and figs.SwapHold are
-// guarded by the Allocator's mutex; cancel is atomic; the rest belongs to
-// the goroutine that runs it until done is closed.
+// compaction is the state of one compaction. The Allocator's mutex guards
+// log, next and cursor, and figs from the drain on; cancel is atomic; the
+// rest belongs to the goroutine that runs it until done is closed.
 type compaction struct {
-	off    offSet  // clones of the indexes, read by the build only
-	size   sizeSet //
+	off    offSet  // clone of the offset index, read by the build only
+	size   sizeSet // clone of the size index, read by the build only
 	blocks uint64  // free blocks at the clone
 	log    []op    // mutations since the clone; the live space appends
 	spare  []op    // the previous round's log, reused
@@ -72,9 +72,10 @@ type compaction struct {
 }
 
 // Compact rebuilds both free-space indexes densely (see "Memory and
-// compaction" in doc.go) and returns its figures. The mutex is held only to
-// clone the indexes and to swap the new ones in; Alloc and Free go on
-// meanwhile. If a compaction is running already, Compact waits for it and
+// compaction" in doc.go) and returns its figures. The mutex is held to
+// clone the indexes, to swap the new ones in and, if the callers outpace
+// the replay of their changes, for holds of 64 replayed changes between;
+// Alloc and Free go on meanwhile. If a compaction is running already, Compact waits for it and
 // returns its figures. It returns ErrClosed, and changes nothing, if the
 // Allocator is closed before or while it runs.
 func (a *Allocator) Compact() (Compaction, error) { return a.compactWith(nil) }

@@ -57,17 +57,29 @@ func BenchmarkCompact(b *testing.B) {
 				cow = append(cow, (float64(bytes)-float64(idleBytes))/float64(max(pairs, 1)))
 			}
 			ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-			b.ReportMetric(medianOf(idle, func(c Compaction) float64 { return float64(c.CloneHold) }), "clone-hold-ns")
-			b.ReportMetric(medianOf(idle, func(c Compaction) float64 { return float64(c.SwapHold) }), "swap-hold-ns")
-			b.ReportMetric(medianOf(idle, func(c Compaction) float64 { return ms(c.Build) }), "build-ms")
-			b.ReportMetric(medianOf(load, func(c Compaction) float64 { return float64(c.CloneHold) }), "load-clone-hold-ns")
-			b.ReportMetric(medianOf(load, func(c Compaction) float64 { return float64(c.SwapHold) }), "load-swap-hold-ns")
-			b.ReportMetric(medianOf(load, func(c Compaction) float64 { return ms(c.Build) }), "load-build-ms")
-			b.ReportMetric(medianOf(load, func(c Compaction) float64 { return ms(c.CatchUp) }), "catchup-ms")
-			b.ReportMetric(medianOf(load, func(c Compaction) float64 { return float64(c.Replayed) }), "replayed")
-			b.ReportMetric(medianOf(load, func(c Compaction) float64 { return float64(c.Drained) }), "drained")
-			b.ReportMetric(medianOf(load, func(c Compaction) float64 { return float64(c.MaxHold) }), "load-max-hold-ns")
-			b.ReportMetric(medianOf(load, func(c Compaction) float64 { return float64(c.Rounds) }), "rounds")
+			for _, m := range []struct {
+				name string
+				of   []Compaction
+				f    func(Compaction) float64
+			}{
+				{"clone-hold-ns", idle, func(c Compaction) float64 { return float64(c.CloneHold) }},
+				{"swap-hold-ns", idle, func(c Compaction) float64 { return float64(c.SwapHold) }},
+				{"build-ms", idle, func(c Compaction) float64 { return ms(c.Build) }},
+				{"load-clone-hold-ns", load, func(c Compaction) float64 { return float64(c.CloneHold) }},
+				{"load-swap-hold-ns", load, func(c Compaction) float64 { return float64(c.SwapHold) }},
+				{"load-max-hold-ns", load, func(c Compaction) float64 { return float64(c.MaxHold) }},
+				{"load-build-ms", load, func(c Compaction) float64 { return ms(c.Build) }},
+				{"catchup-ms", load, func(c Compaction) float64 { return ms(c.CatchUp) }},
+				{"replayed", load, func(c Compaction) float64 { return float64(c.Replayed) }},
+				{"drained", load, func(c Compaction) float64 { return float64(c.Drained) }},
+				{"rounds", load, func(c Compaction) float64 { return float64(c.Rounds) }},
+			} {
+				v := make([]float64, len(m.of))
+				for i, c := range m.of {
+					v[i] = m.f(c)
+				}
+				b.ReportMetric(median(v), m.name)
+			}
 			b.ReportMetric(median(before), "pairs/s-before")
 			b.ReportMetric(median(during), "pairs/s-during")
 			b.ReportMetric(median(cow), "B/pair-during")
@@ -107,19 +119,7 @@ func (p *pairs) stop() {
 	p.wg.Wait()
 }
 
-func totalAlloc() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.TotalAlloc
-}
-
-func medianOf[T any](xs []T, f func(T) float64) float64 {
-	v := make([]float64, len(xs))
-	for i, x := range xs {
-		v[i] = f(x)
-	}
-	return median(v)
-}
+func totalAlloc() uint64 { return memStats().TotalAlloc }
 
 func median(xs []float64) float64 {
 	if len(xs) == 0 {

@@ -76,15 +76,7 @@ func TestCompactKeepsFreeSpace(t *testing.T) {
 	if figs.Replayed != 0 || figs.Rounds != 0 {
 		t.Errorf("nothing happened meanwhile, yet %d mutations replayed in %d rounds", figs.Replayed, figs.Rounds)
 	}
-	e := before[len(before)/2]
-	n := testing.AllocsPerRun(200, func() {
-		p, err := a.Alloc(e.Off, 1, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = a.Free(p)
-	})
-	if n != 0 {
+	if n := allocsPerPair(t, a, before[len(before)/2].Off, 1); n != 0 {
 		t.Errorf("%v heap allocations per Alloc+Free after a compaction; want 0", n)
 	}
 }

@@ -18,7 +18,9 @@
 // (replay); [Allocator.Free] makes an extent free at once;
 // [Allocator.FreeDeferred] parks it until [Allocator.Commit] declares its
 // epoch durable, so that blocks a transaction freed are not overwritten
-// before that transaction is on disk.
+// before that transaction is on disk. [Allocator.Compact] rebuilds both
+// indexes densely while Alloc and Free go on; an Allocator also does so
+// by itself (see "Memory and compaction").
 //
 // # The near search
 //
@@ -77,7 +79,9 @@
 // Free per released extent; Stats, Check and AppendFree walk every free
 // extent. NewWithUsed sorts the used extents (as packed uint64 keys) and
 // inserts each index in its own order. Alloc and Free allocate no heap
-// memory in steady state (a test holds them to 0 allocations).
+// memory in steady state outside a compaction (a test holds them to 0
+// allocations); what a compaction costs them is in "Memory and
+// compaction".
 //
 // # Locking
 //
@@ -88,6 +92,13 @@
 // callers may hold their own locks around any method. Validation of
 // arguments happens before the lock is taken.
 //
+// A compaction holds the mutex to clone the indexes, for each hold of its
+// drain (64 mutations) and to swap, and takes no other lock, so the mutex
+// stays a leaf. An automatic compaction runs on its own goroutine, started
+// by the Alloc, Free, Commit or Reserve that triggers it once that call has
+// released the mutex; Close stops it and waits for it. Compact runs on
+// its caller's goroutine, or waits for the compaction that is running.
+//
 // # Errors
 //
 // [ErrNoSpace] matches syscall.ENOSPC under errors.Is. Misuse returns a
@@ -95,35 +106,83 @@
 // nothing: [ErrZeroLength], [ErrMinAboveWant], [ErrOutOfRange],
 // [ErrDoubleFree] (part of the extent is free or pending), [ErrNotFree]
 // (Reserve of space that is not free), [ErrOverlap] (NewWithUsed),
-// [ErrCapacity], [ErrOptions]. A hint past the end of the device means the
+// [ErrCapacity], [ErrOptions]; [ErrClosed] (Compact after or during
+// Close). A hint past the end of the device means the
 // last block. Internal inconsistencies are bugs: [Allocator.Check] reports
 // them, and builds with the invariants tag panic on them.
 //
-// # Memory and accounting
+// # Memory and compaction
 //
 // Each free extent costs 8 bytes of key in each index plus its share of the
-// B-tree nodes (degree 32: 31 to 63 keys in a 64-key array, and a 56-byte
-// node). [NewWithUsed] inserts even-indexed extents, then odd ones, which
-// leaves nodes about 97 % full: 19 bytes per free extent for both indexes at
-// 10^6 extents. Churn (splits and merges at random places) settles nodes
-// near 2/3 full: 28-33 bytes per extent in the aging workloads. The
-// arithmetic: a node of degree d holds its keys in an array of 2d (the
-// size append grows it to), so an index costs about 8/f bytes of key
-// array per extent at fill f, plus a node header per f(2d-1) keys. At the
-// measured f = 0.62-0.66 (W2, a walk of the nodes) that is 12.1-12.9
-// bytes per index at any degree, 24.2-25.8 for both before headers and
-// inner nodes: 24 bytes after churn is out of reach with google/btree,
-// which never shrinks a node's array. Larger degrees get nearer (W2 fill
-// 50: 29.3 bytes at degree 32, 27.6 at 64, 25.3 at 128) but cost more when
-// there are few extents (W3 8 MiB-or-64 KiB: 39.6, 45.1, 57.0 bytes, the
-// last above the 48-byte bound): degree 32 is kept. A pending extent
-// costs a key in a third B-tree plus 16 bytes in its epoch's list.
+// B-tree nodes (degree 32: 31 to 63 keys in a 64-key array, and a 64-byte
+// node). At node fill f an index costs about 8/f bytes of key array per
+// extent plus a node per f(2d-1) keys: a node's array never shrinks (append
+// grows it to 64 keys, google/btree keeps it). Churn (splits and merges at
+// random places) settles nodes near 2/3 full, whatever the degree: 28-33
+// bytes per extent for both indexes after the aging workloads.
+//
+// A build (NewWithUsed, a compaction) inserts 3 keys in 5 in order, which
+// leaves every node 31 keys, then the others: nodes 82 % full, 23 bytes
+// per extent. Fuller is worse: a 97 %-full build (19 B) has every node a
+// key or two from a split and costs 24.5 B after 3 % of a turnover; 82 %
+// stays at 23.4 B after half a turnover and 24.2 B after a whole one.
+//
+// A compaction rebuilds both indexes without holding the mutex for the
+// rebuild:
+//
+//  1. Clone, mutex held: both trees are cloned (google/btree's copy on
+//     write, O(1)), and from then on every change of free space records
+//     itself in the compaction's log (a carve or a free, 16 bytes).
+//  2. Build, mutex not held: new trees are filled from the clones.
+//  3. Catch up, mutex not held: rounds replay onto the new trees the
+//     mutations recorded during the build, then during the previous
+//     round, as long as each round shrinks the log by a quarter.
+//  4. Drain, in holds of 64 mutations: callers that outpace the rounds
+//     (replaying a mutation costs about as much as making it) get the rest
+//     replayed under the mutex, and each Alloc, Free, Commit or Reserve
+//     replays two mutations besides recording its own, so the log shrinks
+//     however busy they are.
+//  5. Swap, mutex held: the last mutations are replayed and the new trees
+//     replace the old.
+//
+// The replay is exact: each recorded mutation was valid on a set equal to
+// the one the new trees hold when they replay it. A rebuild under the
+// mutex would stall every caller for 0.3 s at 10^6 extents; a copy taken
+// in slices under the mutex could not tell which later mutations it had
+// seen; rounds alone did not converge under a saturating load (16 rounds,
+// then 19 ms under the mutex at 10^6 extents), hence the drain.
+//
+// An Allocator starts a compaction by itself once free space holds at
+// least [Options].CompactExtents extents (default 4096) and the size index
+// has seen removals of half as many since its last build: half the
+// population has turned over, which needs no guess at node fill. Removals
+// count from the swap, so compactions never run back to back. In W2 (8k-20k
+// extents) compactions after each turnover left 23.6-24.8 B per extent,
+// after each half turnover 23.0-24.6 B; the mutations replayed at a swap
+// churn the new trees too, so a compaction slowed down by a loaded machine
+// swaps in less than 82 % full nodes. Below a few thousand extents it does
+// not pay: fixed costs (a goroutine, the scheduler waking a processor, the
+// up to 8 emptied nodes google/btree keeps for reuse, 4.5-9 KB) dominate.
+//
+// What a compaction costs the callers while it runs: the first change of a
+// node shared with the clones copies it and its path to the root, and the
+// log grows; Alloc+Free pairs at random places allocated 136 B per pair at
+// 10^4 extents and 488 B at 10^6, and under a saturating load of them
+// their rate fell by about 40 % for the length of the compaction (the
+// copies, the drain, the goroutine on one of the two cores). It holds the
+// old trees, the copies, the new trees and the log at once: up to about
+// 2.5 times the indexes.
 //
 // The Allocator reports to package accounting ([Options].Registry, layer
 // "alloc"): type "free-extent" counts free and pending extents at an
-// estimated 24 bytes each, brought up to date whenever the count has drifted
-// by 64, and by Stats; counter "enospc" counts failed Alloc calls. Close
-// withdraws the extents from accounting at the end of a mount.
+// estimated 24 bytes each (google/btree does not report its nodes), brought
+// up to date whenever the count has drifted by 64, and by Stats; type
+// "compaction" holds the new trees of a running compaction at the same
+// estimate, and drops to zero when they replace the old ones (whose
+// extents are counted already) or the compaction stops; counter "enospc"
+// counts failed Alloc calls. Close withdraws everything at the end of a
+// mount. A pending extent costs a key in a third B-tree plus 16 bytes in
+// its epoch's list.
 //
 // # Fragmentation
 //
@@ -153,7 +212,19 @@
 //     fit at every fill; W3 equal at 6 of 10 configurations, above by
 //     0.0001-0.0014 at 4 (the pieces of split requests, which the window
 //     keeps near each other); within 0.008 of best fit everywhere.
-//   - 19 B per free extent at 10^6 extents after NewWithUsed, 28-40 B after
-//     churn (24 B is out of reach, see "Memory and accounting");
-//     NewWithUsed of 10^6 used extents: 0.4 s.
+//   - Memory per free extent, both indexes (3 seeds, 13:58 UTC, load
+//     2-5): 22.9 B at 10^6 extents after NewWithUsed; W2 (8k-20k extents)
+//     23.3-24.6 B with automatic compaction, 29.4-30.5 B without; W1, W3
+//     and W4 (300-3,450 extents, below CompactExtents) 27.8-41.4 B as
+//     before, 24.8-37.8 B with CompactExtents 256; never above 48 B.
+//     NewWithUsed of 10^6 used extents: 0.44 s.
+//   - Compaction (BenchmarkCompact, medians of 5, load ~2): the mutex held
+//     2.6 and 3.3 µs to clone at 10^4 and 10^6 extents, 0.2 and 0.6 µs to
+//     swap; while another goroutine runs Alloc+Free pairs flat out, 3.2
+//     and 7.4 µs to clone and at most 59 µs and 0.23 ms per hold after;
+//     the build 2.5 and 272 ms with the mutex free.
+//   - W1 at 50 % fill keeps 160-200 free extents: no compaction at the
+//     default (871 against 972 ns per pair with it off, noise); forced
+//     after every half turnover of them (CompactExtents 64) a pair costs
+//     2.0-2.2x the CPU.
 package alloc

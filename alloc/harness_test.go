@@ -194,15 +194,15 @@ func bytesPerExtent(p *policy) float64 {
 
 func liveHeap() uint64 {
 	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
+	return memStats().HeapAlloc
 }
 
-func gcCount() uint32 {
+func gcCount() uint32 { return memStats().NumGC }
+
+func memStats() runtime.MemStats {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.NumGC
+	return m
 }
 
 // percentile returns the p-th percentile (0 <= p <= 1) of xs, sorting it.

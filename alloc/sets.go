@@ -11,7 +11,7 @@ import (
 )
 
 // degree is the B-tree degree of both indexes: nodes hold 31 to 63 keys,
-// which fills a 64-key (512 B) array; see "Memory" in doc.go.
+// which fills a 64-key (512 B) array; see "Memory and compaction" in doc.go.
 const degree = 32
 
 // freeNodes is how many emptied nodes a tree keeps for reuse. google/btree
