@@ -123,8 +123,18 @@ func (v *Volume) writeBackQueued(ino Ino, fd *fileData) error {
 	defer fd.mu.Unlock()
 	v.mu.RLock()
 	n := v.inodes.get(ino)
+	orphan := n != nil && n.nlink == 0 && n.opens == 1
 	v.mu.RUnlock()
 	if n == nil || n.x == nil || n.x.data != fd {
+		return nil
+	}
+	if fd.pinned && orphan {
+		// The pin of a failed Release is the last hold on a file with no
+		// name left: nobody can read the data, so it is dropped rather
+		// than retried on a device that may keep failing.
+		v.dropDirty(fd)
+		fd.ahead.Store(false)
+		v.unpin(ino, n, fd)
 		return nil
 	}
 	// Release cannot finish while fd.mu is held, and dirty data means a

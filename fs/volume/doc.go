@@ -242,7 +242,9 @@
 // and the Release's open of the inode (fileData.pinned): the next commit
 // retries, an fsync meanwhile reports the error, and the first write-back
 // that succeeds lets the inode go. A map refused for fragmentation
-// (ErrNoSpace) would fail again and is dropped instead.
+// (ErrNoSpace) would fail again and is dropped instead, and so is the
+// data of a pinned file whose last name is gone once no other open can
+// read it (the next commit drops it instead of retrying).
 //
 // # Check
 //
