@@ -24,10 +24,16 @@ var (
 	benchHints    = flag.String("alloc.hints", "zero", "hints of W1-W3: zero (as Ceph's tests) or random")
 	benchWindow   = flag.Int("alloc.window", 0, "WindowExtents (K) of the smallfs policy; 0 for the default")
 	benchCompact  = flag.Int("alloc.compact", 0, "CompactExtents of the smallfs policy; 0 for the default, -1 for no automatic compaction")
+	benchSeed     = flag.Uint64("alloc.seed", 0, "seed of the first run of W1-W5; run i uses seed+i")
+	benchStop     = flag.String("alloc.stop", "end", "where W3 and W4 end: end, or the last cycle's high or low mark (W3 ends at high, W4 at low)")
 )
 
-// runWorkload runs work once per b.N iteration on a fresh policy (seed i)
-// and reports the figures over all runs.
+// stopAt reports whether a W3 or W4 run ends at mark ("high" or "low") of
+// its last cycle, as -alloc.stop asks.
+func stopAt(mark string, last bool) bool { return last && *benchStop == mark }
+
+// runWorkload runs work once per b.N iteration on a fresh policy (seed
+// -alloc.seed plus i) and reports the figures over all runs.
 func runWorkload(b *testing.B, newPolicy func(uint64, []Extent) (policy, error),
 	capacity uint64, used []Extent, oracleEvery int, work func(h *harness)) {
 	rec := &recorder{}
@@ -36,7 +42,7 @@ func runWorkload(b *testing.B, newPolicy func(uint64, []Extent) (policy, error),
 		if err != nil {
 			b.Fatal(err)
 		}
-		h := newHarness(p, uint64(i), capacity, rec)
+		h := newHarness(p, *benchSeed+uint64(i), capacity, rec)
 		h.oracleEvery = oracleEvery
 		p = nil
 		// Collect the setup's garbage now: in W5 at 10^6 extents a cycle
@@ -209,6 +215,9 @@ func w3(h *harness, high, low, leak int, size func(*harness) uint64) {
 		for float64(h.used) > float64(low)/100*float64(h.capacity) && len(h.live) > 0 {
 			h.release(h.live[h.r.IntN(len(h.live))].Len)
 		}
+		if stopAt("low", cycle == 2) {
+			break
+		}
 		if cycle == 2 {
 			h.requests, h.fragReqs, h.fragExts = 0, 0, 0
 		}
@@ -253,7 +262,7 @@ func w4(h *harness) {
 		}
 		return 256
 	}
-	for range 3 {
+	for cycle := range 3 {
 		for float64(h.used) < 0.9*float64(h.capacity) {
 			d := &ds[h.r.IntN(dirs)]
 			for range 1 + h.r.IntN(16) {
@@ -264,6 +273,9 @@ func w4(h *harness) {
 				d.files = append(d.files, exts)
 				d.cursor = exts[len(exts)-1].End()
 			}
+		}
+		if stopAt("high", cycle == 2) {
+			break
 		}
 		for float64(h.used) > 0.7*float64(h.capacity) {
 			d := &ds[h.r.IntN(dirs)]
