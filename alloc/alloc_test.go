@@ -258,6 +258,54 @@ func TestAllocFreeDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestChurnRarelyAllocates runs W1's churn (random power-of-two sizes
+// allocated at hint 0, random live extents freed) at 90 and 50 % fill:
+// B-tree nodes split and merge all the time, and the emptied nodes the
+// indexes keep must absorb that. testing.AllocsPerRun floors the mean to
+// an integer, so it would pass at 0.9 allocations per pair; the count of
+// heap objects over the whole run does not (13-23 per 1000 pairs without
+// the list of emptied nodes, 2-3 with a list of one).
+func TestChurnRarelyAllocates(t *testing.T) {
+	const capacity, pairs = 1 << 18, 100000
+	for _, fill := range []uint64{90, 50} {
+		a := mustNew(t, capacity, nil, Options{CompactExtents: -1})
+		h := newHarness(nil, fill, capacity, nil)
+		var live []Extent
+		alloc := func() Extent {
+			n := h.pow2Size()
+			e, err := a.Alloc(0, n, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		for used := uint64(0); used < capacity*fill/100; {
+			live = append(live, alloc())
+			used += live[len(live)-1].Len
+		}
+		pair := func() {
+			e := alloc()
+			k := h.r.IntN(len(live))
+			if err := a.Free(live[k]); err != nil {
+				t.Fatal(err)
+			}
+			live[k] = e
+		}
+		for range pairs / 2 { // the node count settles
+			pair()
+		}
+		before := memStats().Mallocs
+		for range pairs {
+			pair()
+		}
+		if n := memStats().Mallocs - before; n*1000 >= pairs {
+			t.Errorf("fill %d %%: %d heap allocations in %d Alloc+Free pairs; want fewer than one per 1000", fill, n, pairs)
+		} else {
+			t.Logf("fill %d %%: %d heap allocations in %d pairs, %d free extents", fill, n, pairs, a.Usage().FreeExtents)
+		}
+	}
+}
+
 // allocsPerPair returns the heap allocations of Alloc(hint, n, n) followed
 // by the Free of what it returned.
 func allocsPerPair(t *testing.T, a *Allocator, hint, n uint64) float64 {

@@ -16,6 +16,7 @@ type Allocator struct {
 	mu      sync.Mutex
 	free    space
 	pending pending
+	nodes   *nodeList // emptied nodes, shared by the indexes (sets.go)
 	stats   counters
 	meter   meter
 	closed  bool

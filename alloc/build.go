@@ -27,7 +27,9 @@ func NewWithUsed(capacity uint64, used []Extent, opts Options) (*Allocator, erro
 	if capacity == 0 || capacity > MaxCapacity {
 		return nil, fmt.Errorf("%w: %d blocks not in [1, %d]", ErrCapacity, capacity, uint64(MaxCapacity))
 	}
-	a := &Allocator{opts: opts, capacity: capacity, autoAt: math.MaxUint64, swapOps: defaultSwapOps}
+	a := &Allocator{opts: opts, capacity: capacity, autoAt: math.MaxUint64, swapOps: defaultSwapOps, nodes: newNodeList()}
+	a.free.init(a.nodes)
+	a.pending.set.init(a.nodes)
 	if opts.CompactExtents > 0 {
 		a.autoAt = uint64(opts.CompactExtents)
 	}
@@ -96,7 +98,7 @@ func gaps(sorted []uint64, capacity uint64) []Extent {
 	return free
 }
 
-// build fills an empty space with free extents sorted by offset, disjoint
+// build fills an empty space (init called) with free extents sorted by offset, disjoint
 // and not adjacent. Each index is filled from keys in its own order.
 func (s *space) build(free []Extent) {
 	keys := make([]uint64, len(free))
@@ -112,12 +114,10 @@ func (s *space) build(free []Extent) {
 	s.fill(slices.Values(keys), slices.Values(sizes), nil)
 }
 
-// fill fills both indexes of an empty space from keys in each index's
+// fill fills both indexes of an empty space (init called) from keys in each index's
 // order; it is the build of NewWithUsed and of a compaction. It returns
 // false, leaving the indexes partly filled, if stop is set meanwhile.
 func (s *space) fill(offKeys, sizeKeys iter.Seq[uint64], stop *atomic.Bool) bool {
-	s.byOff.ensure(offLess)
-	s.bySize.ensure(sizeLess)
 	return s.byOff.fill(offKeys, stop) && s.bySize.fill(sizeKeys, stop)
 }
 

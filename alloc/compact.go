@@ -166,6 +166,7 @@ func (a *Allocator) runCompaction(c *compaction) {
 	c.at(phaseCloned)
 	t := time.Now()
 	ns := &space{blocks: c.blocks}
+	ns.init(a.nodes)
 	built := ns.fill(c.off.keys(), c.size.keys(), &c.cancel)
 	c.off, c.size = offSet{}, sizeSet{}
 	c.figs.Build = time.Since(t)

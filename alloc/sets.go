@@ -14,15 +14,25 @@ import (
 // which fills a 64-key (512 B) array; see "Memory and compaction" in doc.go.
 const degree = 32
 
-// freeNodes is how many emptied nodes a tree keeps for reuse. google/btree
-// keeps 32 by default: 18 KiB per tree, which at a thousand free extents
-// would be most of the memory. A few absorb the split/merge churn.
+// freeNodes is how many emptied nodes the trees of one Allocator keep for
+// reuse, in one list they share (google/btree's default is 32 per tree, 18
+// KiB each). A node with its arrays is 0.6-1.1 KB: at a few hundred free
+// extents the list is a large part of the memory, and four absorb all but
+// about one in 10^4 of the splits of Alloc+Free churn (see "Memory and
+// compaction" in doc.go).
 const freeNodes = 4
 
-// keySet is an ordered set of packed extent keys on a google/btree. The zero
-// value is an empty set; the wrapping set creates the tree with its order on
-// first insert. It is not safe for concurrent use: the Allocator's mutex
-// guards it.
+// nodeList holds emptied nodes for reuse. google/btree guards it with its
+// own mutex, so the trees a compaction builds may share it with the live
+// ones.
+type nodeList = btree.FreeListG[uint64]
+
+func newNodeList() *nodeList { return btree.NewFreeListG[uint64](freeNodes) }
+
+// keySet is an ordered set of packed extent keys on a google/btree. A set
+// is created empty by init; the zero value is an empty set that must not
+// be inserted into. It is not safe for concurrent use: the Allocator's
+// mutex guards it.
 type keySet struct{ t *btree.BTreeG[uint64] }
 
 // Orders of the two indexes. The offset order puts a before b when a ends
@@ -33,10 +43,8 @@ type keySet struct{ t *btree.BTreeG[uint64] }
 func offLess(a, b uint64) bool  { return a>>32+a&(1<<32-1) < b>>32 }
 func sizeLess(a, b uint64) bool { return a < b }
 
-func (s *keySet) ensure(less btree.LessFunc[uint64]) {
-	if s.t == nil {
-		s.t = btree.NewWithFreeListG(degree, less, btree.NewFreeListG[uint64](freeNodes))
-	}
+func (s *keySet) init(less btree.LessFunc[uint64], nodes *nodeList) {
+	s.t = btree.NewWithFreeListG(degree, less, nodes)
 }
 
 func (s *keySet) len() int {
@@ -117,8 +125,9 @@ func (s *keySet) keys() iter.Seq[uint64] {
 // offSet is a set of disjoint extents ordered by offset.
 type offSet struct{ keySet }
 
-func (s *offSet) insert(e Extent) { s.ensure(offLess); s.keySet.insert(offKey(e)) }
-func (s *offSet) remove(e Extent) { s.keySet.remove(offKey(e)) }
+func (s *offSet) init(nodes *nodeList) { s.keySet.init(offLess, nodes) }
+func (s *offSet) insert(e Extent)      { s.keySet.insert(offKey(e)) }
+func (s *offSet) remove(e Extent)      { s.keySet.remove(offKey(e)) }
 
 // resize replaces the one extent that overlaps e by e.
 func (s *offSet) resize(e Extent) {
@@ -205,8 +214,9 @@ type sizeSet struct {
 	removals uint64 // keys removed since the set was built: the turnover
 }
 
+func (s *sizeSet) init(nodes *nodeList) { s.keySet.init(sizeLess, nodes) }
+
 func (s *sizeSet) insert(e Extent) {
-	s.ensure(sizeLess)
 	k := sizeKey(e)
 	s.keySet.insert(k)
 	if s.topOK && k > s.top {

@@ -9,12 +9,19 @@ import (
 
 // space is a set of free extents held in both indexes, always coalesced:
 // extents are disjoint and never adjacent. Callers validate extents first;
-// space trusts them. The zero value is empty.
+// space trusts them. The zero value is empty; init makes it ready for
+// inserts.
 type space struct {
 	byOff  offSet
 	bySize sizeSet
 	blocks uint64 // sum of the lengths
 	log    *[]op  // while a compaction runs, where add and carve record themselves
+}
+
+// init creates both indexes empty, keeping emptied nodes in nodes.
+func (s *space) init(nodes *nodeList) {
+	s.byOff.init(nodes)
+	s.bySize.init(nodes)
 }
 
 // op is one mutation of free space recorded while a compaction runs, to be
