@@ -135,7 +135,8 @@
 // string while the clock runs. The defaults — 2 threads × 5,000 files,
 // 4 KiB and 64 KiB, 3 rounds, three targets — write about 19 GB over the
 // run (create, append and swift-put each write every file; the images are
-// sparse files in the scratch directory, removed as each run ends) and
+// files in the scratch directory with their blocks allocated up front,
+// removed as each run ends) and
 // take about eight minutes on the shared 2-core machine. The latest
 // figures are in docs/PERFORMANCE.md under "bench".
 package bench

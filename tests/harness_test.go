@@ -75,10 +75,11 @@ func mountImage(t testing.TB, img, mnt string, cfg config) *fsMount {
 }
 
 // makeImage makes a sparse image file of size bytes holding an empty
-// smallfs.
+// smallfs (sparse: a test's TMPDIR may be a tmpfs, where allocated blocks
+// would be memory).
 func makeImage(t testing.TB, img string, size int64) {
 	t.Helper()
-	dev, err := device.Open(img, device.Options{Create: true, Size: size})
+	dev, err := device.Open(img, device.Options{Create: true, Size: size, Prealloc: device.PreallocOff})
 	if err != nil {
 		t.Fatalf("device: %v", err)
 	}

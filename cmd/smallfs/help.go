@@ -29,15 +29,21 @@ fuse.smallfs; 'smallfs mount --help' lists its options.
 the version.
 `
 
-const mkfsHelp = `Usage: smallfs mkfs [--size SIZE] [--block-size BYTES] [--force] DEVICE
+const mkfsHelp = `Usage: smallfs mkfs [--size SIZE] [--preallocate MODE] [--block-size BYTES] [--force] DEVICE
 
 Makes an empty smallfs filesystem on DEVICE, a block device or an image
-file, and prints what it made. A missing image file is created sparse
-with --size; an existing file shorter than --size is extended. SIZE takes
-a K, M, G or T suffix (powers of 1024).
+file, and prints what it made. A missing image file is created with
+--size; an existing file shorter than --size is extended. SIZE takes a K,
+M, G or T suffix (powers of 1024).
 
 Flags:
   --size SIZE          size of a new image file (default: the device's size)
+  --preallocate MODE   how the new part of an image file gets its blocks:
+                       falloc (default) allocates them at once, so a host
+                       without the room refuses the image now; full also
+                       writes zeros over them (slow to make, but fsync
+                       then commits no host allocation); off leaves the
+                       file sparse (the host may run out of space later)
   --block-size BYTES   filesystem block size, a power of two from 512 to
                        65536 (default 4096)
   --force              overwrite an existing smallfs filesystem

@@ -15,6 +15,7 @@ type mkfsOpts struct {
 	size      int64
 	blockSize uint
 	force     bool
+	prealloc  device.Prealloc
 }
 
 func mkfsFlags() (*flag.FlagSet, *mkfsOpts) {
@@ -26,6 +27,15 @@ func mkfsFlags() (*flag.FlagSet, *mkfsOpts) {
 	})
 	fs.UintVar(&o.blockSize, "block-size", format.DefaultBlockSize, "")
 	fs.BoolVar(&o.force, "force", false, "")
+	fs.Func("preallocate", "", func(v string) error {
+		for _, p := range []device.Prealloc{device.PreallocFalloc, device.PreallocOff, device.PreallocFull} {
+			if v == p.String() {
+				o.prealloc = p
+				return nil
+			}
+		}
+		return fmt.Errorf("want off, falloc or full")
+	})
 	return fs, o
 }
 
@@ -44,7 +54,7 @@ func (a *app) mkfs(args []string) int {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && o.size == 0 {
 		return a.failf(exitError, "mkfs: %s does not exist; give --size to create an image file", path)
 	}
-	dev, err := openDevice(path, device.Options{Create: o.size > 0, Size: o.size})
+	dev, err := openDevice(path, device.Options{Create: o.size > 0, Size: o.size, Prealloc: o.prealloc})
 	if err != nil {
 		return a.failf(exitError, "mkfs: %v", err)
 	}

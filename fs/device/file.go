@@ -21,10 +21,14 @@ type Options struct {
 	// ReadOnly opens without write access and takes a shared lock, so
 	// checkers can run side by side but never beside a writer.
 	ReadOnly bool
-	// Create makes a sparse image file of Size bytes when the path does not
+	// Create makes an image file of Size bytes when the path does not
 	// exist, and extends an existing regular file shorter than Size
-	// (never shrinks it). Ignored for block devices.
+	// (never shrinks it), allocating the new bytes as Prealloc says.
+	// Ignored for block devices.
 	Create bool
+	// Prealloc is how Create allocates the new part of an image file.
+	// Default PreallocFalloc.
+	Prealloc Prealloc
 	// Size is the image size for Create, in bytes.
 	Size int64
 	// NoLock skips flock entirely (inspecting a device that is mounted).
@@ -109,7 +113,7 @@ func setup(f *os.File, path string, opts Options) (*File, error) {
 	case unix.S_IFREG:
 		size = st.Size
 		if opts.Create && size < opts.Size {
-			if err := f.Truncate(opts.Size); err != nil {
+			if err := extend(f, size, opts.Size, opts.Prealloc); err != nil {
 				return nil, fmt.Errorf("device %s: %w", path, err)
 			}
 			size = opts.Size
@@ -202,4 +206,64 @@ func (d *File) Close() error {
 		return fmt.Errorf("device: close: %w", err)
 	}
 	return nil
+}
+
+// Prealloc is how an image file's new bytes get their blocks on the host
+// filesystem (the modes of qemu-img's preallocation).
+type Prealloc uint8
+
+const (
+	// PreallocFalloc allocates the blocks at once (fallocate): a host
+	// without the room refuses the image now (ENOSPC) instead of failing
+	// writes under a mounted volume. Where the host filesystem cannot
+	// (EOPNOTSUPP), the file is extended sparse.
+	PreallocFalloc Prealloc = iota
+	// PreallocOff extends the file sparse: the host allocates as the
+	// volume writes, and may run out of space then.
+	PreallocOff
+	// PreallocFull allocates the blocks and writes zeros over them. It
+	// takes a write of the whole size, but the blocks are then plain
+	// written blocks: the host has nothing to allocate or convert (an
+	// allocated block is "unwritten" until first written) when the volume
+	// writes, so an fdatasync commits nothing of the host's own. fsync-ed
+	// 4 KiB creates ran about 1.5x faster here (docs/PERFORMANCE.md).
+	PreallocFull
+)
+
+func (p Prealloc) String() string {
+	switch p {
+	case PreallocFalloc:
+		return "falloc"
+	case PreallocOff:
+		return "off"
+	case PreallocFull:
+		return "full"
+	}
+	return fmt.Sprintf("Prealloc(%d)", uint8(p))
+}
+
+// zeroChunk is how much PreallocFull writes per call.
+const zeroChunk = 1 << 20
+
+// extend grows an image file from size to want bytes, allocating the new
+// range as p says.
+func extend(f *os.File, size, want int64, p Prealloc) error {
+	if p != PreallocOff {
+		err := unix.Fallocate(int(f.Fd()), 0, size, want-size)
+		switch {
+		case errors.Is(err, unix.EOPNOTSUPP):
+			p = PreallocOff
+		case err != nil:
+			return fmt.Errorf("allocate %d bytes: %w", want-size, err)
+		}
+	}
+	if p == PreallocFull {
+		zeros := make([]byte, zeroChunk)
+		for off := size; off < want; off += zeroChunk {
+			if _, err := f.WriteAt(zeros[:min(zeroChunk, want-off)], off); err != nil {
+				return fmt.Errorf("write zeros: %w", err)
+			}
+		}
+	}
+	return f.Truncate(want)
 }

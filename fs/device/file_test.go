@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestOpenErrors(t *testing.T) {
@@ -37,31 +39,80 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-func TestOpenCreatesSparseAndExtends(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "img")
-	d, err := Open(path, Options{Create: true, Size: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+// allocated returns the bytes of path's blocks on its filesystem.
+func allocated(t *testing.T, path string) int64 {
+	t.Helper()
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Size != 64<<20 || st.Blocks*512 >= 1<<20 {
-		t.Errorf("size %d, allocated %d bytes: want a sparse 64 MiB file", st.Size, st.Blocks*512)
+	return st.Blocks * 512
+}
+
+func TestOpenCreatesAndExtends(t *testing.T) {
+	for _, p := range []Prealloc{PreallocFalloc, PreallocOff, PreallocFull} {
+		sparse := p == PreallocOff
+		path := filepath.Join(t.TempDir(), "img")
+		d, err := Open(path, Options{Create: true, Size: 64 << 20, Prealloc: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Fd() == 0 || d.Size() != 64<<20 {
+			t.Errorf("fd %d size %d", d.Fd(), d.Size())
+		}
+		switch got := allocated(t, path); {
+		case sparse && got >= 1<<20:
+			t.Errorf("sparse: %d bytes allocated, want (almost) none", got)
+		case !sparse && got < 64<<20:
+			t.Errorf("preallocated: %d bytes allocated, want 64 MiB", got)
+		}
+		d.Close()
+		d, err = Open(path, Options{Create: true, Size: 128 << 20, Prealloc: p})
+		if err != nil || d.Size() != 128<<20 {
+			t.Fatalf("extend: %v %d", err, d.Size())
+		}
+		if got := allocated(t, path); !sparse && got < 128<<20 {
+			t.Errorf("extended: %d bytes allocated, want 128 MiB", got)
+		}
+		if p == PreallocFull {
+			// Written zeros leave no hole, not even an unwritten extent
+			// (which ext4's SEEK_HOLE reports as one).
+			hole, err := unix.Seek(int(d.Fd()), 0, unix.SEEK_HOLE)
+			if err != nil || hole != 128<<20 {
+				t.Errorf("full: first hole at %d (%v), want none before 128 MiB", hole, err)
+			}
+		}
+		d.Close()
+		d, err = Open(path, Options{Create: true, Size: 1 << 20, Prealloc: p})
+		if err != nil || d.Size() != 128<<20 {
+			t.Fatalf("create never shrinks: %v %d", err, d.Size())
+		}
+		d.Close()
 	}
-	if d.Fd() == 0 || d.Size() != 64<<20 {
-		t.Errorf("fd %d size %d", d.Fd(), d.Size())
+}
+
+// TestCreateRefusedWithoutHostSpace: an image the host filesystem has no
+// room for is refused at once, and no partial file is left behind.
+func TestCreateRefusedWithoutHostSpace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
 	}
-	d.Close()
-	d, err = Open(path, Options{Create: true, Size: 128 << 20})
-	if err != nil || d.Size() != 128<<20 {
-		t.Fatalf("extend: %v %d", err, d.Size())
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
 	}
-	d.Close()
-	d, err = Open(path, Options{Create: true, Size: 1 << 20})
-	if err != nil || d.Size() != 128<<20 {
-		t.Fatalf("create never shrinks: %v %d", err, d.Size())
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	path := filepath.Join(dir, "img")
+	_, err := Open(path, Options{Create: true, Size: 64 << 20})
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("64 MiB image on an 8 MiB filesystem: %v, want ENOSPC", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused image was left behind: %v", err)
+	}
+	d, err := Open(path, Options{Create: true, Size: 64 << 20, Prealloc: PreallocOff})
+	if err != nil {
+		t.Fatalf("sparse: %v", err)
 	}
 	d.Close()
 }
