@@ -76,7 +76,7 @@ func replay(c *config, stdout, stderr io.Writer) int {
 // run sets up the scratch directory and the targets, runs the rounds and
 // summarizes. The report is returned even when the run was cut short.
 func run(ctx context.Context, c *config, stdout, stderr io.Writer) (rep *Report, err error) {
-	s, err := newScratch(c.scratch)
+	s, err := newScratch(c.scratch, c.prealloc)
 	if err != nil {
 		return nil, err
 	}

@@ -5,16 +5,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/smallfs/smallfs/fs/device"
 )
 
 // scratch is the one directory every image, mount point and log of a run
 // lives in, so one removal cleans up everything.
 type scratch struct {
-	dir string
-	seq int
+	dir      string
+	seq      int
+	prealloc device.Prealloc // how image files get their blocks
 }
 
-func newScratch(parent string) (*scratch, error) {
+func newScratch(parent string, prealloc device.Prealloc) (*scratch, error) {
 	dir, err := os.MkdirTemp(parent, "smallfs-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("%w: scratch directory: %w", ErrTarget, err)
@@ -23,7 +26,7 @@ func newScratch(parent string) (*scratch, error) {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	return &scratch{dir: dir}, nil
+	return &scratch{dir: dir, prealloc: prealloc}, nil
 }
 
 // path returns a new, unused path in the scratch directory.

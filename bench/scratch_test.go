@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/smallfs/smallfs/fs/device"
 )
 
 // A run cut short leaves a mount in the scratch directory: remove
@@ -13,7 +15,7 @@ func TestScratchRemoveUnmountsFirst(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount")
 	}
-	s, err := newScratch(t.TempDir())
+	s, err := newScratch(t.TempDir(), device.PreallocOff)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,13 +41,13 @@ func (t *fuse2fsTarget) Detail() string {
 		v = t.bin
 	}
 	// fuse2fs writes metadata in place: the image's journal goes unused.
-	return v + " on an ext4 image file (journal not written by fuse2fs)"
+	return v + " on an ext4 image file (journal not written by fuse2fs; preallocate=" + t.s.prealloc.String() + ")"
 }
 
 func (t *fuse2fsTarget) Mount(ctx context.Context, space int64) (string, error) {
 	t.img = t.s.path("fuse2fs", ".img")
 	t.mnt = strings.TrimSuffix(t.img, ".img")
-	if err := mkfsExt4(ctx, t.img, space); err != nil {
+	if err := t.s.mkfsExt4(ctx, t.img, space); err != nil {
 		return "", err
 	}
 	if err := mkdirFresh(t.mnt); err != nil {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/smallfs/smallfs/fs/device"
 )
 
 // dirTarget runs in a fresh subdirectory of an existing directory: the
@@ -73,7 +72,7 @@ func (t *kernelTarget) Detail() string {
 	if t.name == "tmpfs" {
 		return "kernel tmpfs"
 	}
-	return "kernel ext4 (journalled) on a loop-mounted image file"
+	return "kernel ext4 (journalled) on a loop-mounted image file (preallocate=" + t.s.prealloc.String() + ")"
 }
 func (t *kernelTarget) Sample() Sample { return Sample{} }
 
@@ -90,7 +89,7 @@ func (t *kernelTarget) Mount(ctx context.Context, space int64) (string, error) {
 		args = []string{"-t", "tmpfs", "-o", "size=" + strconv.FormatInt(space, 10), "tmpfs", t.mnt}
 	} else {
 		t.img = t.mnt + ".img"
-		if err := mkfsExt4(ctx, t.img, space); err != nil {
+		if err := t.s.mkfsExt4(ctx, t.img, space); err != nil {
 			return "", err
 		}
 		args = []string{"-o", "loop", t.img, t.mnt}
@@ -105,23 +104,19 @@ func (t *kernelTarget) Mount(ctx context.Context, space int64) (string, error) {
 
 // mkfsExt4 makes img a file of space bytes holding a journalled ext4 with
 // an inode for every file and directory the run can hold at once (the
-// default ratio is too few for 4 KiB files). Its blocks are allocated up
-// front, as smallfs mkfs allocates its image's: on a sparse image every
-// fsync also commits the host filesystem's allocations.
-func mkfsExt4(ctx context.Context, img string, space int64) error {
+// default ratio is too few for 4 KiB files). The image's blocks are
+// allocated as smallfs's own image's are (--preallocate), for a like
+// comparison: on a sparse image every fsync also commits the host
+// filesystem's allocations.
+func (s *scratch) mkfsExt4(ctx context.Context, img string, space int64) error {
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
 		return fmt.Errorf("%w: mkfs.ext4 not found (apt-get install e2fsprogs)", ErrTarget)
 	}
-	f, err := os.Create(img)
-	if err == nil {
-		if err = unix.Fallocate(int(f.Fd()), 0, 0, space); errors.Is(err, unix.EOPNOTSUPP) {
-			err = f.Truncate(space)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
+	dev, err := device.Open(img, device.Options{Create: true, Size: space, Prealloc: s.prealloc, NoLock: true})
 	if err != nil {
+		return fmt.Errorf("%w: %w", ErrTarget, err)
+	}
+	if err := dev.Close(); err != nil {
 		return fmt.Errorf("%w: %w", ErrTarget, err)
 	}
 	inodes := strconv.FormatInt(space/4096+1024, 10)

@@ -47,7 +47,7 @@ func newSmallfs(name, bin, opts string, s *scratch) *smallfsTarget {
 
 func (t *smallfsTarget) Name() string { return t.name }
 func (t *smallfsTarget) Detail() string {
-	d := "smallfs on an image file (" + t.bin + ")"
+	d := "smallfs on an image file (" + t.bin + "; preallocate=" + t.s.prealloc.String() + ")"
 	if t.opts != "" {
 		d += ", -o " + t.opts
 	}
@@ -59,7 +59,7 @@ func (t *smallfsTarget) Mount(ctx context.Context, space int64) (string, error) 
 	// log_file option below.
 	t.img = t.s.path(pathSafe(t.name), ".img")
 	t.mnt = strings.TrimSuffix(t.img, ".img")
-	if _, err := command(ctx, 5*time.Minute, t.bin, "mkfs", "--size", strconv.FormatInt(space, 10), t.img); err != nil {
+	if _, err := command(ctx, 5*time.Minute, t.bin, "mkfs", "--size", strconv.FormatInt(space, 10), "--preallocate", t.s.prealloc.String(), t.img); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrTarget, err)
 	}
 	if err := mkdirFresh(t.mnt); err != nil {
