@@ -108,8 +108,8 @@ func (a *Allocator) compactWith(hook func(phase)) (Compaction, error) {
 // a compaction drains its log, the caller replays helpOps mutations of it.
 // Otherwise it begins a compaction, to run in the background, once the
 // size index holds at least Options.CompactExtents extents and has seen
-// removals or inserts of half as many since it was built (half the
-// population has turned over or been added; see "Memory and compaction").
+// removals of half as many since it was built (half the population has
+// turned over; see "Memory and compaction" for why half).
 func (a *Allocator) maybeCompact() {
 	if c := a.compaction; c != nil {
 		if c.next != nil && a.drain(c, helpOps) {
@@ -117,11 +117,10 @@ func (a *Allocator) maybeCompact() {
 		}
 		return
 	}
-	turnover := a.free.bySize.turnover()
-	if 2*turnover < a.autoAt || a.closed {
+	if 2*a.free.bySize.removals < a.autoAt || a.closed {
 		return
 	}
-	if n := uint64(a.free.extents()); n < a.autoAt || 2*turnover < n {
+	if n := uint64(a.free.extents()); n < a.autoAt || 2*a.free.bySize.removals < n {
 		return
 	}
 	t := time.Now() // the hold counts the allocation of c, under the mutex here
@@ -281,7 +280,7 @@ func (a *Allocator) swapIn(c *compaction, t time.Time) {
 	// callers have turned the extents over while this compaction ran,
 	// the next one would otherwise start at once, and compactions would
 	// take all the time (and the copies on write and the replays with them).
-	a.free.bySize.removals, a.free.bySize.inserts = 0, 0
+	a.free.bySize.removals = 0
 	a.compaction = nil
 	c.next, c.log, c.spare = nil, nil, nil
 	c.figs.SwapHold = time.Since(t)

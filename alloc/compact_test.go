@@ -136,32 +136,6 @@ func TestAutoCompactionTrigger(t *testing.T) {
 	}
 }
 
-// TestAutoCompactionOnGrowth: frees scattered among used space insert
-// size keys and remove none. Built with h one-block holes, free space that
-// gains h more, one per Free, has added half its population at the h-th
-// Free: a compaction starts there, and not before.
-func TestAutoCompactionOnGrowth(t *testing.T) {
-	const h = 300
-	used := []Extent{{Off: 2 * h, Len: 2 * h}}
-	for b := uint64(0); b < 2*h; b += 2 {
-		used = append(used, Extent{Off: b, Len: 1})
-	}
-	a := mustNew(t, 4*h, used, Options{CompactExtents: 64})
-	defer a.Close()
-	for k := 1; k <= h; k++ {
-		if err := a.Free(Extent{Off: 2*h + 1 + 2*uint64(k-1), Len: 1}); err != nil {
-			t.Fatal(err)
-		}
-		if started, _, n := a.compactState(); started != (k == h) {
-			t.Fatalf("after %d frees (%d extents): compaction started %v; want %v", k, n, started, k == h)
-		}
-	}
-	a.waitCompaction()
-	if err := a.Check(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func layerType(t *testing.T, reg *accounting.Registry, name string) accounting.TypeStat {
 	t.Helper()
 	ts, _ := mustLayer(t, reg).Type(name)

@@ -20,9 +20,9 @@ type Options struct {
 	// the fragmentation score, whose scale is in bytes. Default 4096.
 	BlockSize uint64
 	// CompactExtents turns automatic compaction on for free space of at
-	// least this many extents: once the size index has seen removals or
-	// inserts of half as many extents as it holds, a goroutine rebuilds
-	// both indexes densely (see "Memory and compaction" in doc.go). Default 4096; a
+	// least this many extents: once the size index has seen removals of
+	// half as many extents as it holds, a goroutine rebuilds both indexes
+	// densely (see "Memory and compaction" in doc.go). Default 4096; a
 	// negative value turns it off (Compact still works).
 	CompactExtents int
 	// Registry receives the memory the Allocator holds (layer "alloc",

@@ -209,11 +209,9 @@ func (s *offSet) all() iter.Seq[Extent] { return s.from(0, false) }
 // descent: an insert can only raise it, and only removing it forgets it.
 type sizeSet struct {
 	keySet
-	top   uint64 // the greatest key, if topOK
-	topOK bool
-	// Keys removed and inserted since the set was built (the fill of a
-	// build counts neither): see turnover.
-	removals, inserts uint64
+	top      uint64 // the greatest key, if topOK
+	topOK    bool
+	removals uint64 // keys removed since the set was built: the turnover
 }
 
 func (s *sizeSet) init(nodes *nodeList) { s.keySet.init(sizeLess, nodes) }
@@ -221,7 +219,6 @@ func (s *sizeSet) init(nodes *nodeList) { s.keySet.init(sizeLess, nodes) }
 func (s *sizeSet) insert(e Extent) {
 	k := sizeKey(e)
 	s.keySet.insert(k)
-	s.inserts++
 	if s.topOK && k > s.top {
 		s.top = k
 	}
@@ -235,12 +232,6 @@ func (s *sizeSet) remove(e Extent) {
 		s.topOK = false
 	}
 }
-
-// turnover is how many keys have been replaced or added since the set was
-// built. Churn removes and inserts about as many keys, and a set that
-// grows (frees of files scattered among used space) inserts without
-// removing: both leave nodes part full, so the greater count measures it.
-func (s *sizeSet) turnover() uint64 { return max(s.removals, s.inserts) }
 
 // atLeastLen returns the shortest extent of at least n blocks, the one with
 // the lowest offset among equals.
