@@ -66,7 +66,10 @@
 // # Costs and figures
 //
 // Append: one encode into a reused buffer, no allocation once warm. Sync:
-// two device flushes per commit, shared by all callers waiting. Memory: the
+// two device flushes per commit, shared by all callers waiting; one when
+// the device is a device.Tracked that saw no write since its last flush
+// began (the data barrier has nothing to order: metadata-only changes,
+// inline data). Memory: the
 // open chunk (up to ChunkSize, 256 KiB by default) and up to four spare
 // buffers, accounted as journal/chunk-buffer.
 //

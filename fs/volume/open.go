@@ -35,7 +35,9 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		return nil, fmt.Errorf("open: %w", err)
 	}
 	start := time.Now()
-	v := &Volume{opts: opts, dev: dev, blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb}
+	// Tracked: a commit with no data written since the last flush skips
+	// its data barrier (journal.write); every write goes through v.dev.
+	v := &Volume{opts: opts, dev: device.Track(dev), blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb}
 	v.acct = newAcct(opts.Accounting)
 	v.inodes.acct = v.acct.chunks
 	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
@@ -51,7 +53,7 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		return nil, fmt.Errorf("open: %w", err)
 	}
 	v.space.setCheckpoint(blocksIn(v.refs[sb.Slot].extents))
-	v.j, err = journal.Open(dev, journal.Options{
+	v.j, err = journal.Open(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: nextSeq, Tail: sb.LogHead,
 		OnDurable: v.space.durable, Logger: opts.Logger,
 	})

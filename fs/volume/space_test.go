@@ -258,3 +258,35 @@ func TestPinnedUnlinkedFileStaysReadable(t *testing.T) {
 		t.Fatalf("%d bytes still dirty after the last reader closed", d)
 	}
 }
+
+// TestMetadataCommitSkipsBarrier: a commit after metadata-only changes
+// costs one device flush (nothing to order before the log chunk); a commit
+// that follows a data write still costs two.
+func TestMetadataCommitSkipsBarrier(t *testing.T) {
+	mem := device.NewMem(16 << 20)
+	ok(t, Mkfs(mem, MkfsOptions{}))
+	dev := device.NewFaulty(mem)
+	v := must[*Volume](t)(Open(dev, Options{CommitInterval: -1, InlineThreshold: -1}))
+	a, h, err := v.Create(root, RootIno, "f", 0o644, syscall.O_WRONLY)
+	ok(t, err)
+	ok(t, v.Fsync(a.Ino, false)) // settles whatever Open and Create left
+	flushes := func(step func()) int64 {
+		before := dev.Count(device.OpFlush)
+		step()
+		return dev.Count(device.OpFlush) - before
+	}
+	if n := flushes(func() {
+		must[Attr](t)(v.SetAttr(root, a.Ino, SetAttrIn{Valid: SetMode, Mode: 0o600}))
+		ok(t, v.Fsync(a.Ino, false))
+	}); n != 1 {
+		t.Errorf("chmod + fsync: %d flushes, want 1", n)
+	}
+	if n := flushes(func() {
+		must[int](t)(h.WriteAt(pattern(10000, 1), 0))
+		ok(t, v.Fsync(a.Ino, false))
+	}); n != 2 {
+		t.Errorf("write + fsync: %d flushes, want 2", n)
+	}
+	ok(t, h.Release())
+	t.Cleanup(func() { closeAndCheck(t, v, mem, Options{CommitInterval: -1, InlineThreshold: -1}) })
+}
