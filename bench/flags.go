@@ -76,14 +76,9 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	fs.StringVar(&c.scratch, "scratch", "", "make the scratch directory in `DIR` (default $TMPDIR)")
 	fs.StringVar(&c.smallfsBin, "smallfs-bin", "", "smallfs executable to drive (default: this one, or built from the source)")
 	fs.StringVar(&c.smallfsOpts, "smallfs-opts", "", "extra -o mount options for smallfs")
-	fs.Func("preallocate", "how every image file gets its blocks: `falloc` (default), full (zeros written) or off (sparse)", func(v string) error {
-		for _, p := range []device.Prealloc{device.PreallocFalloc, device.PreallocOff, device.PreallocFull} {
-			if v == p.String() {
-				c.prealloc = p
-				return nil
-			}
-		}
-		return fmt.Errorf("want falloc, full or off")
+	fs.Func("preallocate", "how every image file gets its blocks: `falloc` (default), full (zeros written) or off (sparse)", func(v string) (err error) {
+		c.prealloc, err = device.ParsePrealloc(v)
+		return err
 	})
 	fs.StringVar(&c.replay, "replay", "", "do not run: print the table and write --svg from a --json report `FILE`")
 	fs.StringVar(&c.base, "base", "", "target the ratios are of (default smallfs, else the first)")

@@ -27,14 +27,9 @@ func mkfsFlags() (*flag.FlagSet, *mkfsOpts) {
 	})
 	fs.UintVar(&o.blockSize, "block-size", format.DefaultBlockSize, "")
 	fs.BoolVar(&o.force, "force", false, "")
-	fs.Func("preallocate", "", func(v string) error {
-		for _, p := range []device.Prealloc{device.PreallocFalloc, device.PreallocOff, device.PreallocFull} {
-			if v == p.String() {
-				o.prealloc = p
-				return nil
-			}
-		}
-		return fmt.Errorf("want off, falloc or full")
+	fs.Func("preallocate", "", func(v string) (err error) {
+		o.prealloc, err = device.ParsePrealloc(v)
+		return err
 	})
 	return fs, o
 }

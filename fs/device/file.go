@@ -242,6 +242,16 @@ func (p Prealloc) String() string {
 	return fmt.Sprintf("Prealloc(%d)", uint8(p))
 }
 
+// ParsePrealloc returns the Prealloc a String gives, for flags.
+func ParsePrealloc(s string) (Prealloc, error) {
+	for _, p := range []Prealloc{PreallocFalloc, PreallocOff, PreallocFull} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("want falloc, full or off")
+}
+
 // zeroChunk is how much PreallocFull writes per call.
 const zeroChunk = 1 << 20
 
