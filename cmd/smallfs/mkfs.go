@@ -49,7 +49,10 @@ func (a *app) mkfs(args []string) int {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && o.size == 0 {
 		return a.failf(exitError, "mkfs: %s does not exist; give --size to create an image file", path)
 	}
-	dev, err := openDevice(path, device.Options{Create: o.size > 0, Size: o.size, Prealloc: o.prealloc})
+	show := a.status("mkfs")
+	dev, err := openDevice(path, device.Options{Create: o.size > 0, Size: o.size, Prealloc: o.prealloc,
+		Progress: func(done, total int64) { show(fmt.Sprintf("writing zeros: %d%%", done*100/total)) }})
+	show("")
 	if err != nil {
 		return a.failf(exitError, "mkfs: %v", err)
 	}

@@ -29,6 +29,9 @@ type Options struct {
 	// Prealloc is how Create allocates the new part of an image file.
 	// Default PreallocFalloc.
 	Prealloc Prealloc
+	// Progress, if set, is called as PreallocFull writes its zeros, with
+	// the bytes written so far and the total, every 64 MiB and at the end.
+	Progress func(done, total int64)
 	// Size is the image size for Create, in bytes.
 	Size int64
 	// NoLock skips flock entirely (inspecting a device that is mounted).
@@ -113,7 +116,7 @@ func setup(f *os.File, path string, opts Options) (*File, error) {
 	case unix.S_IFREG:
 		size = st.Size
 		if opts.Create && size < opts.Size {
-			if err := extend(f, size, opts.Size, opts.Prealloc); err != nil {
+			if err := extend(f, size, opts.Size, opts.Prealloc, opts.Progress); err != nil {
 				return nil, fmt.Errorf("device %s: %w", path, err)
 			}
 			size = opts.Size
@@ -257,7 +260,7 @@ const zeroChunk = 1 << 20
 
 // extend grows an image file from size to want bytes, allocating the new
 // range as p says.
-func extend(f *os.File, size, want int64, p Prealloc) error {
+func extend(f *os.File, size, want int64, p Prealloc, progress func(done, total int64)) error {
 	if p != PreallocOff {
 		err := unix.Fallocate(int(f.Fd()), 0, size, want-size)
 		switch {
@@ -272,6 +275,9 @@ func extend(f *os.File, size, want int64, p Prealloc) error {
 		for off := size; off < want; off += zeroChunk {
 			if _, err := f.WriteAt(zeros[:min(zeroChunk, want-off)], off); err != nil {
 				return fmt.Errorf("write zeros: %w", err)
+			}
+			if done := min(off+zeroChunk, want) - size; progress != nil && (done%(64*zeroChunk) == 0 || done == want-size) {
+				progress(done, want-size)
 			}
 		}
 	}

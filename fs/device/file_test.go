@@ -53,12 +53,22 @@ func TestOpenCreatesAndExtends(t *testing.T) {
 	for _, p := range []Prealloc{PreallocFalloc, PreallocOff, PreallocFull} {
 		sparse := p == PreallocOff
 		path := filepath.Join(t.TempDir(), "img")
-		d, err := Open(path, Options{Create: true, Size: 64 << 20, Prealloc: p})
+		var reported []int64
+		progress := func(done, total int64) {
+			if total != 64<<20 {
+				t.Errorf("progress total %d, want 64 MiB", total)
+			}
+			reported = append(reported, done)
+		}
+		d, err := Open(path, Options{Create: true, Size: 64 << 20, Prealloc: p, Progress: progress})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d.Fd() == 0 || d.Size() != 64<<20 {
 			t.Errorf("fd %d size %d", d.Fd(), d.Size())
+		}
+		if want := p == PreallocFull; want != (len(reported) > 0 && reported[len(reported)-1] == 64<<20) {
+			t.Errorf("%v: progress reported %v", p, reported)
 		}
 		switch got := allocated(t, path); {
 		case sparse && got >= 1<<20:
