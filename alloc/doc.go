@@ -79,9 +79,12 @@
 // Free per released extent; Stats, Check and AppendFree walk every free
 // extent. NewWithUsed sorts the used extents (as packed uint64 keys) and
 // inserts each index in its own order. Alloc and Free allocate no heap
-// memory in steady state outside a compaction (a test holds them to 0
-// allocations); what a compaction costs them is in "Memory and
-// compaction".
+// memory in steady state outside a compaction, but when B-tree nodes split
+// faster than they merge: the indexes share a list of 4 emptied nodes,
+// which leaves 6-45 allocations in 200,000 pairs of W1's churn. Tests hold
+// a pair on a fixed layout to 0 allocations and the churn to fewer than 1
+// in 1000 pairs (13-23 without the list). What a compaction costs them is
+// in "Memory and compaction".
 //
 // # Locking
 //
@@ -152,17 +155,27 @@
 // seen; rounds alone did not converge under a saturating load (16 rounds,
 // then 19 ms under the mutex at 10^6 extents), hence the drain.
 //
-// An Allocator starts a compaction by itself once free space holds at
-// least [Options].CompactExtents extents (default 4096) and the size index
-// has seen removals of half as many since its last build: half the
-// population has turned over, which needs no guess at node fill. Removals
-// count from the swap, so compactions never run back to back. In W2 (8k-20k
-// extents) compactions after each turnover left 23.6-24.8 B per extent,
-// after each half turnover 23.0-24.6 B; the mutations replayed at a swap
-// churn the new trees too, so a compaction slowed down by a loaded machine
-// swaps in less than 82 % full nodes. Below a few thousand extents it does
-// not pay: fixed costs (a goroutine, the scheduler waking a processor, the
-// up to 8 emptied nodes google/btree keeps for reuse, 4.5-9 KB) dominate.
+// An Allocator starts a compaction by itself once free space holds at least
+// [Options].CompactExtents extents (default 4096) and the size index has
+// seen removals of half as many since its last build: half the population
+// has turned over, which needs no guess at node fill. Removals count from
+// the swap, so compactions never run back to back. In W2 (8k-20k extents)
+// compactions after each turnover left 23.6-24.8 B per extent, after each
+// half turnover 23.0-24.6 B; the mutations replayed at a swap churn the new
+// trees too, so a compaction slowed down by a loaded machine swaps in less
+// than 82 % full nodes. Under the benchmarks' saturating loops compactions
+// are bound by their own length, not by the trigger: in W1 at 10 % fill
+// (22k extents, 2.0 M pairs) compacting after a quarter of a turnover
+// instead of a half ran 310 compactions instead of 230, and moved the
+// trees' median over the run (sampled at every 1 %) only from 23.7 B to
+// 23.4. Nor did counting inserts as turnover (free space that grows) or
+// compacting after a shrink by an eighth help W3 robustly: its end figure
+// is a race between the loop and the compaction (see docs/PERFORMANCE.md,
+// alloc, follow-up 4). Below a few thousand extents it does not pay: fixed
+// costs (a goroutine, the scheduler waking a processor) dominate. An
+// Allocator's fixed memory is about 400 bytes with one free extent, plus
+// the up to 4 emptied nodes its indexes share (0.6-1.1 KB each with their
+// arrays).
 //
 // What a compaction costs the callers while it runs: the first change of a
 // node shared with the clones copies it and its path to the root, and the
@@ -218,6 +231,16 @@
 //     and W4 (300-3,450 extents, below CompactExtents) 27.8-41.4 B as
 //     before, 24.8-37.8 B with CompactExtents 256; never above 48 B.
 //     NewWithUsed of 10^6 used extents: 0.44 s.
+//   - Memory at scale (medians of seeds 0-2, 14:28-14:52 UTC, load
+//     2.4-3.1; -alloc.capacity raised to 16k-43k extents; on / off):
+//     W1 at 90 and 50 % fill 22.97 / 29.50 and 23.12 / 31.26 B, at 10 %
+//     24.02 / 31.09 B (23.24 at 42k extents); W2 22.97-23.44 / 28.98-29.69
+//     B; W4 22.63 / 27.11 B at its end (low mark), 23.73 / 31.26 at its
+//     high mark; W3 at its high mark 22.9-28.2 / 28.6-30.7 B, 3 of 10
+//     configurations at or below 24 B, seeds of one configuration up to 5
+//     B apart (a race between the loop and the compaction). Small sets
+//     keep 30-37 B (W1 at 10 % fill, 322 extents: 34.3 B, 37.0 with a
+//     list of emptied nodes per tree, 31.5 with none).
 //   - Compaction (BenchmarkCompact, medians of 5, load ~2): the mutex held
 //     2.6 and 3.3 µs to clone at 10^4 and 10^6 extents, 0.2 and 0.6 µs to
 //     swap; while another goroutine runs Alloc+Free pairs flat out, 3.2
