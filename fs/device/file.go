@@ -262,11 +262,10 @@ const zeroChunk = 1 << 20
 // range as p says.
 func extend(f *os.File, size, want int64, p Prealloc, progress func(done, total int64)) error {
 	if p != PreallocOff {
+		// Without fallocate (EOPNOTSUPP) falloc leaves the file sparse;
+		// full still allocates, by writing.
 		err := unix.Fallocate(int(f.Fd()), 0, size, want-size)
-		switch {
-		case errors.Is(err, unix.EOPNOTSUPP):
-			p = PreallocOff
-		case err != nil:
+		if err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
 			return fmt.Errorf("allocate %d bytes: %w", want-size, err)
 		}
 	}
