@@ -123,18 +123,11 @@ func (v *Volume) writeBackQueued(ino Ino, fd *fileData) error {
 	defer fd.mu.Unlock()
 	v.mu.RLock()
 	n := v.inodes.get(ino)
-	orphan := n != nil && n.nlink == 0 && n.opens == 1
 	v.mu.RUnlock()
 	if n == nil || n.x == nil || n.x.data != fd {
 		return nil
 	}
-	if fd.pinned && orphan {
-		// The pin of a failed Release is the last hold on a file with no
-		// name left: nobody can read the data, so it is dropped rather
-		// than retried on a device that may keep failing.
-		v.dropDirty(fd)
-		fd.ahead.Store(false)
-		v.unpin(ino, n, fd)
+	if fd.pinned && v.dropOrphan(ino, n, fd) {
 		return nil
 	}
 	// Release cannot finish while fd.mu is held, and dirty data means a
@@ -144,6 +137,25 @@ func (v *Volume) writeBackQueued(ino Ino, fd *fileData) error {
 		v.markDirty(ino, fd)
 	}
 	return err
+}
+
+// dropOrphan drops the dirty data of a pinned file whose last name is gone
+// when the pin is its last open: nobody can read that data, so it is not
+// retried on a device that may keep failing. The check and the drop are
+// one step under v.mu, so no open can come between (fd.mu held).
+func (v *Volume) dropOrphan(ino Ino, n *inode, fd *fileData) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if n.nlink != 0 || n.opens != 1 {
+		return false
+	}
+	v.dropDirty(fd)
+	fd.ahead.Store(false)
+	fd.pinned = false
+	n.opens = 0
+	v.detach(n)
+	v.freeIfUnused(ino, n)
+	return true
 }
 
 // flusher is the background write-back's state (see doc.go, "# Dirty

@@ -64,8 +64,7 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 }
 
 // unpin gives back the open a failed Release left to the volume, now that
-// the data is written, or dropped with the file's last name (fd.mu held,
-// v.mu not).
+// the data is written (fd.mu held, v.mu not).
 func (v *Volume) unpin(ino Ino, n *inode, fd *fileData) {
 	fd.pinned = false
 	v.mu.Lock()
