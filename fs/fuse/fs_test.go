@@ -98,6 +98,17 @@ func header(node uint64) fuse.InHeader {
 }
 
 // mkfile creates a regular file through MKNOD and returns its entry.
+// openFlags opens node with flags and returns the reply's open flags; the
+// file stays in the table (unmount releases it).
+func (fs *testFS) openFlags(t testing.TB, node uint64, flags uint32) uint32 {
+	t.Helper()
+	var o fuse.OpenOut
+	if st := fs.Open(nil, &fuse.OpenIn{InHeader: header(node), Flags: flags}, &o); st != fuse.OK {
+		t.Fatal(st)
+	}
+	return o.OpenFlags
+}
+
 func (fs *testFS) mkfile(t testing.TB, parent uint64, name string) fuse.EntryOut {
 	t.Helper()
 	var out fuse.EntryOut
@@ -353,12 +364,8 @@ func TestReadWrite(t *testing.T) {
 	if _, st := fs.Read(nil, &r, make([]byte, 100)); st != fuse.Status(syscall.EBADF) {
 		t.Errorf("read after release: %v, want EBADF", st)
 	}
-	var o fuse.OpenOut
-	if st := fs.Open(nil, &fuse.OpenIn{InHeader: header(out.NodeId), Flags: syscall.O_RDONLY}, &o); st != fuse.OK {
-		t.Fatal(st)
-	}
-	if o.OpenFlags&fuse.FOPEN_NOFLUSH == 0 {
-		t.Errorf("read-only open without FOPEN_NOFLUSH: %#x", o.OpenFlags)
+	if f := fs.openFlags(t, out.NodeId, syscall.O_RDONLY); f&fuse.FOPEN_NOFLUSH == 0 {
+		t.Errorf("read-only open without FOPEN_NOFLUSH: %#x", f)
 	}
 	fs.Forget(out.NodeId, 1)
 	// The open file is still in the table: unmount releases it.
@@ -743,12 +750,8 @@ func TestNoFlushByDefault(t *testing.T) {
 	if d := fs.dirty(); d != 0 {
 		t.Errorf("%d bytes still dirty after RELEASE, want them written back", d)
 	}
-	var o fuse.OpenOut
-	if st := fs.Open(nil, &fuse.OpenIn{InHeader: header(out.NodeId), Flags: syscall.O_RDWR}, &o); st != fuse.OK {
-		t.Fatal(st)
-	}
-	if o.OpenFlags&fuse.FOPEN_NOFLUSH == 0 {
-		t.Errorf("read-write open: %#x, want NOFLUSH", o.OpenFlags)
+	if f := fs.openFlags(t, out.NodeId, syscall.O_RDWR); f&fuse.FOPEN_NOFLUSH == 0 {
+		t.Errorf("read-write open: %#x, want NOFLUSH", f)
 	}
 	fs.Forget(out.NodeId, 1)
 }
