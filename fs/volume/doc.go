@@ -170,7 +170,10 @@
 // volume and the volume reopens clean. A rename to a longer name is
 // checked for the bytes it adds (a run of them on a full volume once ran
 // into a failed inline checkpoint); a rename that replaces a name, or
-// keeps its length, is not.
+// keeps its length, is not. StatFS counts blocks a delete freed as free at
+// once, though they are allocatable only after the delete's commit: a
+// write or a new name that needs them commits (or checkpoints) first, as
+// ext4 forces a journal commit before it reports ENOSPC.
 //
 // A checkpoint is the stream of records rebuilding the committed metadata,
 // written into freshly allocated blocks; the superblock flip makes it

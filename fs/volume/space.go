@@ -139,13 +139,15 @@ func (s *space) allocatable() uint64 {
 	return s.dataBlocks - s.used - s.waiting
 }
 
-// free returns the blocks neither used, waiting for a commit, nor
-// promised, and of those the ones available beyond the checkpoint
-// headroom (the log holds logUsed blocks).
+// free returns the blocks neither used nor promised, and of those the ones
+// available beyond the checkpoint headroom (the log holds logUsed blocks).
+// Blocks waiting for a commit count as free, as ext4 counts them at once:
+// a write that needs them commits first (writeSpace), so df shows a
+// delete's space when the delete returns, not up to a commit later.
 func (s *space) free(logUsed uint64) (free, avail uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	free = s.allocatable() - s.reserved
+	free = s.allocatable() + s.waiting - s.reserved
 	return free, free - min(free, s.headroom(logUsed))
 }
 

@@ -4,8 +4,8 @@ import "github.com/smallfs/smallfs/alloc"
 
 // StatFS reports the volume's true block and inode figures. Blocks counts
 // the data area only (superblocks and the log are not usable space); blocks
-// freed by a transaction not yet durable count as used until they are
-// allocatable again. BlocksAvail leaves out the checkpoint headroom, which
+// freed by a transaction not yet durable count as free already (a write
+// that needs them commits first). BlocksAvail leaves out the checkpoint headroom, which
 // only checkpoints may take (as ext4 leaves out its reserved blocks).
 func (v *Volume) StatFS() StatFS {
 	v.mu.RLock()
