@@ -151,10 +151,7 @@ func (v *Volume) dropOrphan(ino Ino, n *inode, fd *fileData) bool {
 	}
 	v.dropDirty(fd)
 	fd.ahead.Store(false)
-	fd.pinned = false
-	n.opens = 0
-	v.detach(n)
-	v.freeIfUnused(ino, n)
+	v.dropPin(ino, n, fd)
 	return true
 }
 

@@ -66,9 +66,15 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 // unpin gives back the open a failed Release left to the volume, now that
 // the data is written (fd.mu held, v.mu not).
 func (v *Volume) unpin(ino Ino, n *inode, fd *fileData) {
-	fd.pinned = false
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.dropPin(ino, n, fd)
+}
+
+// dropPin gives back the pin's open of the inode, letting the inode go if
+// it was the last (fd.mu and v.mu held).
+func (v *Volume) dropPin(ino Ino, n *inode, fd *fileData) {
+	fd.pinned = false
 	n.opens--
 	if n.opens == 0 {
 		v.detach(n)
