@@ -28,7 +28,7 @@ type fuseSession struct {
 // or mkfs is refused), the volume, telling progress how far that has got,
 // and mounts it.
 func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.Progress)) (session, error) {
-	dev, err := openDevice(p.Device, device.Options{})
+	dev, err := openDevice(p.Device, device.Options{NoZeroAhead: !p.Config.ZeroAhead})
 	if err != nil {
 		return nil, err
 	}

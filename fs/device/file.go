@@ -39,6 +39,10 @@ type Options struct {
 	// MinSize is the smallest acceptable size in bytes; 0 means
 	// DefaultMinSize.
 	MinSize int64
+	// NoZeroAhead leaves the host's unwritten blocks of an image file to
+	// be converted write by write instead of a region at a time (see
+	// ZeroRegion).
+	NoZeroAhead bool
 }
 
 // File is a Device backed by an image file or a block device. It reads and
@@ -50,6 +54,7 @@ type File struct {
 	size     int64
 	readOnly bool
 	closed   atomic.Bool
+	zero     *zeroAhead // nil: no region left to zero before writing
 }
 
 var _ FdDevice = (*File)(nil)
@@ -132,7 +137,11 @@ func setup(f *os.File, path string, opts Options) (*File, error) {
 	if size < opts.MinSize {
 		return nil, fmt.Errorf("device %s: %d bytes, need at least %d: %w", path, size, opts.MinSize, ErrTooSmall)
 	}
-	return &File{f: f, fd: fd, size: size, readOnly: opts.ReadOnly}, nil
+	d := &File{f: f, fd: fd, size: size, readOnly: opts.ReadOnly}
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && !opts.ReadOnly && !opts.NoZeroAhead {
+		d.zero = newZeroAhead(fd, size)
+	}
+	return d, nil
 }
 
 // blockDeviceSize asks the kernel for a block device's size in bytes
@@ -172,11 +181,27 @@ func (d *File) WriteAt(p []byte, off int64) (int, error) {
 	if err := checkRange(off, len(p), d.size); err != nil {
 		return 0, err
 	}
+	if z := d.zero; z != nil && z.left.Load() > 0 {
+		if err := z.prepare(off, int64(len(p)), d.writeZeros); err != nil {
+			return 0, err
+		}
+	}
 	n, err := d.f.WriteAt(p, off)
 	if err != nil {
 		return n, fmt.Errorf("device: write %d bytes at %d: %w", len(p), off, err)
 	}
 	return n, nil
+}
+
+func (d *File) writeZeros(off, end int64) error { return writeZeros(d.fd, off, end) }
+
+// ZeroAhead reports the regions zero-ahead has written since Open and
+// those it still holds unwritten (see ZeroRegion).
+func (d *File) ZeroAhead() (zeroed, unwritten int64) {
+	if z := d.zero; z != nil {
+		return z.zeroed.Load(), z.left.Load()
+	}
+	return 0, 0
 }
 
 // Flush makes every completed write durable (fdatasync).

@@ -50,6 +50,10 @@ type Config struct {
 	// IobufPool pools the volume's dirty-data buffers (iobuf_pool=); off
 	// allocates each one, to measure what the pools gain. Default on.
 	IobufPool bool
+	// ZeroAhead writes zeros over each 1 MiB region of an image file's
+	// fallocated (unwritten) blocks before the first write into it
+	// (zero_ahead=): fs/device ZeroRegion. Default on.
+	ZeroAhead bool
 	// LogLevel is the lowest level logged (log_level=). Default info.
 	LogLevel logrus.Level
 	// LogFormat is "text" or "json" (log_format=). Default text.
@@ -78,6 +82,7 @@ func Defaults() Config {
 		AttrTimeout:     time.Hour,
 		NegativeTimeout: time.Hour,
 		IobufPool:       true,
+		ZeroAhead:       true,
 		LogLevel:        logrus.InfoLevel,
 		LogFormat:       "text",
 	}
@@ -198,6 +203,7 @@ func (c Config) String() string {
 		"flush_on_close="+onOff(c.FlushOnClose),
 		"procs="+procsString(c.Procs),
 		"iobuf_pool="+onOff(c.IobufPool),
+		"zero_ahead="+onOff(c.ZeroAhead),
 		"log_level="+c.LogLevel.String(),
 		"log_format="+c.LogFormat)
 	if c.LogFile != "" {

@@ -51,7 +51,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	c := Defaults()
 	err := c.Apply("commit_interval=2.5,entry_timeout=0,attr_timeout=500ms,negative_timeout=10," +
 		"allow_other,default_permissions,fsname=img,subtype=x,log_level=warn,log_format=json," +
-		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567,no_open=on,iobuf_pool=off")
+		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567,no_open=on,iobuf_pool=off,zero_ahead=off")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +68,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	want.MetricsAddr = "127.0.0.1:9567"
 	want.NoOpen = true
 	want.IobufPool = false
+	want.ZeroAhead = false
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}
@@ -146,7 +147,7 @@ func TestString(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "ro,nodev,nosuid,allow_other,debug,fsname=d,commit_interval=5s,entry_timeout=1h0m0s," +
-		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,flush_on_close=off,procs=auto,iobuf_pool=on,log_level=debug,log_format=text," +
+		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,flush_on_close=off,procs=auto,iobuf_pool=on,zero_ahead=on,log_level=debug,log_format=text," +
 		"log_file=syslog,metrics_addr=localhost:1"
 	if got := c.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
