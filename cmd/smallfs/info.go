@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
@@ -108,11 +109,23 @@ func readInfo(path string) (*deviceInfo, error) {
 	return inf, nil
 }
 
+// featureNames spells out the feature bits info knows, as " (a, b)".
+func featureNames(f uint64) string {
+	var names []string
+	if f&format.FeatureDataSums != 0 {
+		names = append(names, "data-sums: one flush per commit")
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
+}
+
 func (inf *deviceInfo) writeText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("device\t%s\n", inf.Device)
-	p("format\tsmallfs version %d, features %#x\n", inf.Version, inf.Features)
+	p("format\tsmallfs version %d, features %#x%s\n", inf.Version, inf.Features, featureNames(inf.Features))
 	p("uuid\t%s\n", inf.UUID)
 	p("block size\t%d\n", inf.BlockSize)
 	p("size\t%d blocks (%s)\n", inf.Blocks, human(inf.Blocks*uint64(inf.BlockSize)))

@@ -8,7 +8,7 @@ import (
 // ChunkHeader frames one chunk of the log: whole transactions, never split.
 // See FORMAT.md for the byte table and what the chain (Prev) protects.
 type ChunkHeader struct {
-	Flags      uint16 // ChunkFlagWrap
+	Flags      uint16 // ChunkFlagWrap, ChunkFlagCommit
 	Seq        uint64 // sequence number of the first transaction
 	Txns       uint32 // transactions in the payload
 	PayloadLen uint32 // bytes after the header, before padding
@@ -66,7 +66,7 @@ func ParseChunkHeader(b []byte) (ChunkHeader, error) {
 		CRC:        le.Uint32(b[36:]),
 	}
 	switch {
-	case h.Flags&^ChunkFlagWrap != 0 || le.Uint16(b[6:]) != 0 || le.Uint32(b[32:]) != 0:
+	case h.Flags&^(ChunkFlagWrap|ChunkFlagCommit) != 0 || le.Uint16(b[6:]) != 0 || le.Uint32(b[32:]) != 0:
 		return ChunkHeader{}, fmt.Errorf("format: chunk flags %#x or reserved bytes set: %w", h.Flags, ErrCorrupt)
 	case h.Flags&ChunkFlagWrap != 0 && (h.Txns != 0 || h.PayloadLen != 0):
 		return ChunkHeader{}, fmt.Errorf("format: wrap chunk with %d transactions: %w", h.Txns, ErrCorrupt)

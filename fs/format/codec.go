@@ -58,6 +58,14 @@ func AppendRecord(dst []byte, r Record) []byte {
 	case SymlinkRec:
 		dst = binary.AppendUvarint(dst, r.Ino)
 		dst = appendString(dst, r.Target)
+	case DataSumRec:
+		dst = binary.AppendUvarint(dst, r.Ino)
+		dst = binary.AppendUvarint(dst, uint64(len(r.Ranges)))
+		for _, x := range r.Ranges {
+			dst = binary.AppendUvarint(dst, x.Block)
+			dst = binary.AppendUvarint(dst, x.Len)
+			dst = binary.LittleEndian.AppendUint32(dst, x.CRC)
+		}
 	default:
 		return dst[:start]
 	}
@@ -154,6 +162,8 @@ func deref(r Record) Record {
 		return *p
 	case *SymlinkRec:
 		return *p
+	case *DataSumRec:
+		return *p
 	}
 	return r
 }
@@ -249,6 +259,8 @@ func decodeBody(typ RecType, d *decoder) Record {
 		return XattrDelRec{Ino: d.uvarint("ino"), Name: d.str("name", MaxNameLen)}
 	case RecSymlink:
 		return SymlinkRec{Ino: d.uvarint("ino"), Target: d.str("target", MaxSymlinkLen)}
+	case RecDataSum:
+		return decodeDataSum(d)
 	}
 	d.fail("unknown type") // recordSize already refused it
 	return nil
@@ -284,6 +296,21 @@ func decodeExtents(d *decoder) []Extent {
 		logEnd, physEnd = x.Logical+x.Len, x.Physical+x.Len
 	}
 	return xs
+}
+
+func decodeDataSum(d *decoder) DataSumRec {
+	r := DataSumRec{Ino: d.uvarint("ino")}
+	n := d.uvarint("range count")
+	// Every range takes at least 6 bytes: bound the allocation by the input.
+	if d.err != nil || n > uint64(len(d.b)/6) {
+		d.fail(fmt.Sprintf("range count %d for %d bytes", n, len(d.b)))
+		return r
+	}
+	r.Ranges = make([]SumRange, n)
+	for i := range r.Ranges {
+		r.Ranges[i] = SumRange{Block: d.uvarint("range block"), Len: d.uvarint("range length"), CRC: d.fixed32("range crc")}
+	}
+	return r
 }
 
 // Validate reports, wrapping ErrInvalid, why r cannot be written: a zero
@@ -323,6 +350,8 @@ func check(r Record) string {
 		return first(checkIno(r.Ino), checkXattrName(r.Name))
 	case SymlinkRec:
 		return first(checkIno(r.Ino), checkLen("symlink target", len(r.Target), 1, MaxSymlinkLen), checkNoNUL(r.Target))
+	case DataSumRec:
+		return first(checkIno(r.Ino), checkRanges(r.Ranges))
 	}
 	return fmt.Sprintf("unknown record type %T", r)
 }
@@ -400,12 +429,26 @@ func checkExtents(xs []Extent) string {
 	return ""
 }
 
+// checkRanges requires 1 to MaxExtents non-empty ranges that do not wrap
+// past 2^64.
+func checkRanges(xs []SumRange) string {
+	if len(xs) == 0 || len(xs) > MaxExtents {
+		return fmt.Sprintf("%d ranges outside [1, %d]", len(xs), MaxExtents)
+	}
+	for i, x := range xs {
+		if x.Len == 0 || x.Block+x.Len < x.Block {
+			return fmt.Sprintf("range %d is empty or overflows", i)
+		}
+	}
+	return ""
+}
+
 // maxRecType is the highest record type number in use (see the registry).
-const maxRecType = RecSymlink
+const maxRecType = RecDataSum
 
 func (t RecType) String() string {
 	if t == 0 || t > maxRecType {
 		return fmt.Sprintf("type-%d", uint8(t))
 	}
-	return [...]string{"", "inode", "inode-free", "dirent", "dirent-del", "extents", "inline", "xattr-set", "xattr-del", "symlink"}[t]
+	return [...]string{"", "inode", "inode-free", "dirent", "dirent-del", "extents", "inline", "xattr-set", "xattr-del", "symlink", "data-sum"}[t]
 }

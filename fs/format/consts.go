@@ -53,13 +53,30 @@ const (
 	FlagClean uint32 = 1 << 0 // closed cleanly: the checkpoint is complete, skip replay
 )
 
-// KnownFeatures is the set of feature bits this version understands (none
-// yet); a superblock with any other bit set is refused.
-const KnownFeatures uint64 = 0
+// Superblock feature bits (incompatible: a reader that does not know one
+// refuses the device).
+const (
+	// FeatureDataSums: a commit writes its log chunks and flushes once,
+	// with no barrier between the data and the records pointing at it.
+	// Transactions carry DataSumRecs, chunks carry ChunkFlagCommit, and
+	// replay checks the data of the last commit (FORMAT.md, "One flush
+	// per commit").
+	FeatureDataSums uint64 = 1 << 0
+)
 
-// ChunkFlagWrap marks a wrap chunk: no transactions, the log continues at
-// the start of its region.
-const ChunkFlagWrap uint16 = 1 << 0
+// KnownFeatures is the set of feature bits this version understands; a
+// superblock with any other bit set is refused.
+const KnownFeatures = FeatureDataSums
+
+// Chunk flags.
+const (
+	// ChunkFlagWrap marks a wrap chunk: no transactions, the log continues
+	// at the start of its region.
+	ChunkFlagWrap uint16 = 1 << 0
+	// ChunkFlagCommit marks the first chunk a commit wrote
+	// (FeatureDataSums): the commit before it had flushed.
+	ChunkFlagCommit uint16 = 1 << 1
+)
 
 // castagnoli is the CRC32C table every checksum uses.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

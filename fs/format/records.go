@@ -15,15 +15,16 @@ type Record interface {
 type RecType uint8
 
 const (
-	RecInode     RecType = 1 // InodeRec: set an inode's whole attribute state
-	RecInodeFree RecType = 2 // InodeFreeRec: the inode and its data are gone
-	RecDirent    RecType = 3 // DirentRec: add or replace a name in a directory
-	RecDirentDel RecType = 4 // DirentDelRec: remove a name from a directory
-	RecExtents   RecType = 5 // ExtentsRec: set a file's whole extent map
-	RecInline    RecType = 6 // InlineRec: set a tiny file's inline data
-	RecXattrSet  RecType = 7 // XattrSetRec
-	RecXattrDel  RecType = 8 // XattrDelRec
-	RecSymlink   RecType = 9 // SymlinkRec: a symlink's target
+	RecInode     RecType = 1  // InodeRec: set an inode's whole attribute state
+	RecInodeFree RecType = 2  // InodeFreeRec: the inode and its data are gone
+	RecDirent    RecType = 3  // DirentRec: add or replace a name in a directory
+	RecDirentDel RecType = 4  // DirentDelRec: remove a name from a directory
+	RecExtents   RecType = 5  // ExtentsRec: set a file's whole extent map
+	RecInline    RecType = 6  // InlineRec: set a tiny file's inline data
+	RecXattrSet  RecType = 7  // XattrSetRec
+	RecXattrDel  RecType = 8  // XattrDelRec
+	RecSymlink   RecType = 9  // SymlinkRec: a symlink's target
+	RecDataSum   RecType = 10 // DataSumRec: checksums of data the transaction wrote (FeatureDataSums)
 )
 
 // InodeRec carries an inode's full attributes. Times are Unix nanoseconds.
@@ -94,6 +95,21 @@ type SymlinkRec struct {
 	Target string
 }
 
+// DataSumRec names the blocks a transaction's data went to and their
+// CRC32C, so replay can tell whether that data reached the device before
+// the transaction did (FeatureDataSums). It changes no metadata.
+type DataSumRec struct {
+	Ino    uint64 // the file written, for messages
+	Ranges []SumRange
+}
+
+// SumRange is device blocks [Block, Block+Len) and the CRC32C of their bytes.
+type SumRange struct {
+	Block uint64
+	Len   uint64
+	CRC   uint32
+}
+
 func (InodeRec) Type() RecType     { return RecInode }
 func (InodeFreeRec) Type() RecType { return RecInodeFree }
 func (DirentRec) Type() RecType    { return RecDirent }
@@ -103,3 +119,4 @@ func (InlineRec) Type() RecType    { return RecInline }
 func (XattrSetRec) Type() RecType  { return RecXattrSet }
 func (XattrDelRec) Type() RecType  { return RecXattrDel }
 func (SymlinkRec) Type() RecType   { return RecSymlink }
+func (DataSumRec) Type() RecType   { return RecDataSum }

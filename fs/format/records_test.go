@@ -25,6 +25,7 @@ func sampleRecords() []Record {
 		XattrSetRec{Ino: 9, Name: "user.k", Value: bytes.Repeat([]byte{1}, MaxXattrValueLen)},
 		XattrDelRec{Ino: 9, Name: "user.k"},
 		SymlinkRec{Ino: 4, Target: "../a/b"},
+		DataSumRec{Ino: 4, Ranges: []SumRange{{Block: 100, Len: 1, CRC: 0xdeadbeef}, {Block: math.MaxUint64 - 1, Len: 1, CRC: 0}}},
 	}
 }
 
@@ -38,7 +39,7 @@ func randomRecord(rng *rand.Rand) Record {
 		return string(b)
 	}
 	ino := func() uint64 { return 1 + rng.Uint64N(1<<uint(rng.IntN(64))) }
-	switch rng.IntN(9) {
+	switch rng.IntN(10) {
 	case 0:
 		return InodeRec{Ino: ino(), Gen: rng.Uint64(), Mode: rng.Uint32(), Nlink: rng.Uint32(), Uid: rng.Uint32(),
 			Gid: rng.Uint32(), Rdev: rng.Uint32(), Flags: rng.Uint32(), Size: rng.Uint64(),
@@ -67,6 +68,12 @@ func randomRecord(rng *rand.Rand) Record {
 		return XattrSetRec{Ino: ino(), Name: name(), Value: []byte(name())}
 	case 7:
 		return XattrDelRec{Ino: ino(), Name: name()}
+	case 8:
+		xs := make([]SumRange, 1+rng.IntN(4))
+		for i := range xs {
+			xs[i] = SumRange{Block: rng.Uint64N(1 << 40), Len: 1 + rng.Uint64N(100), CRC: rng.Uint32()}
+		}
+		return DataSumRec{Ino: ino(), Ranges: xs}
 	}
 	return SymlinkRec{Ino: ino(), Target: name() + "/" + name()}
 }
@@ -162,6 +169,10 @@ func TestValidateRejects(t *testing.T) {
 		XattrDelRec{Ino: 1, Name: strings.Repeat("x", 256)},
 		SymlinkRec{Ino: 1, Target: ""},
 		SymlinkRec{Ino: 1, Target: strings.Repeat("x", MaxSymlinkLen+1)},
+		DataSumRec{Ino: 1},
+		DataSumRec{Ino: 1, Ranges: []SumRange{{Block: 1, Len: 0}}},
+		DataSumRec{Ino: 1, Ranges: []SumRange{{Block: math.MaxUint64, Len: 2}}},
+		DataSumRec{Ino: 0, Ranges: []SumRange{{Block: 1, Len: 1}}},
 	}
 	for _, r := range bad {
 		if err := Validate(r); !errors.Is(err, ErrInvalid) {

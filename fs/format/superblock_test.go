@@ -123,7 +123,7 @@ func TestWriteSuperblockRefusesAndChangesNothing(t *testing.T) {
 		func(s *Superblock) { s.LogHead = s.Log.Len },
 		func(s *Superblock) { s.Checkpoint = 3 }, // inside the log
 		func(s *Superblock) { s.Blocks = 1 << 40 },
-		func(s *Superblock) { s.Features = 1 },
+		func(s *Superblock) { s.Features = 1 << 9 },
 		func(s *Superblock) { s.Flags = 1 << 7 },
 	}
 	for i, mutate := range bad {

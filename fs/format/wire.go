@@ -41,6 +41,21 @@ func (d *decoder) u32(what string) uint32 {
 	return uint32(v)
 }
 
+// fixed32 reads a little-endian 32-bit field (checksums, which varints
+// would only lengthen).
+func (d *decoder) fixed32(what string) uint32 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 4 {
+		d.fail(what + ": truncated")
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
 func (d *decoder) varint(what string) int64 {
 	if d.err != nil {
 		return 0

@@ -29,6 +29,22 @@
 // those records can be. The second flush makes the chunks durable before
 // Sync returns.
 //
+// # One flush per commit (Options.DataSums)
+//
+// On a volume with format.FeatureDataSums the first flush goes: a commit
+// writes its chunks and flushes once. The volume logs, with each
+// write-back, the checksums of the blocks it wrote (format.DataSumRec),
+// and marks nothing itself: seal flags the first chunk of each commit
+// (format.ChunkFlagCommit). A flagged chunk proves that the commit before
+// it flushed, since commits run one at a time and end with their flush.
+// Replay therefore holds the chunks of the last commit until the log
+// ends, reads the blocks their data sums name, and drops that commit from
+// its first chunk whose data did not land (TestDataSumsCrash crashes at
+// every flush point in every mode). The writer's side of the bargain: a
+// block written in a commit is not rewritten while that commit may be the
+// last in the log (the volume keeps a commit's frees until the next
+// commit is durable).
+//
 // # Space
 //
 // Blocks from the tail (the position in the newest durable superblock) to
@@ -66,10 +82,10 @@
 // # Costs and figures
 //
 // Append: one encode into a reused buffer, no allocation once warm. Sync:
-// two device flushes per commit, shared by all callers waiting; one when
-// the device is a device.Tracked that saw no write since its last flush
-// began (the data barrier has nothing to order: metadata-only changes,
-// inline data). Memory: the
+// two device flushes per commit, shared by all callers waiting; one with
+// DataSums, or when the device is a device.Tracked that saw no write since
+// its last flush began (the data barrier has nothing to order:
+// metadata-only changes, inline data). Memory: the
 // open chunk (up to ChunkSize, 256 KiB by default) and up to four spare
 // buffers, accounted as journal/chunk-buffer.
 //

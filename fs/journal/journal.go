@@ -159,17 +159,24 @@ func (j *Journal) seal() {
 	if j.openTxns == 0 {
 		return
 	}
+	// The first chunk the next commit will write says so: replay knows
+	// the commit before it had flushed.
+	var flags uint16
+	if j.opts.DataSums && len(j.sealed) == 0 {
+		flags = format.ChunkFlagCommit
+	}
 	k := j.chunkBlocks(len(j.open))
 	if j.next+k > j.blocks {
 		w := j.newBuffer()[:j.bs]
 		clear(w)
-		crc := format.SealChunk(w[:format.ChunkHeaderSize], format.ChunkHeader{Flags: format.ChunkFlagWrap, Seq: j.openSeq, Prev: j.prev, Nonce: j.nonce})
+		crc := format.SealChunk(w[:format.ChunkHeaderSize], format.ChunkHeader{Flags: format.ChunkFlagWrap | flags, Seq: j.openSeq, Prev: j.prev, Nonce: j.nonce})
+		flags = 0
 		j.sealed = append(j.sealed, sealedChunk{block: j.next, data: w, lastSeq: j.openSeq - 1, wrap: true})
 		j.used += j.blocks - j.next
 		j.next, j.prev = 0, crc
 	}
 	n := len(j.open)
-	crc := format.SealChunk(j.open, format.ChunkHeader{Seq: j.openSeq, Txns: j.openTxns, Prev: j.prev, Nonce: j.nonce})
+	crc := format.SealChunk(j.open, format.ChunkHeader{Flags: flags, Seq: j.openSeq, Txns: j.openTxns, Prev: j.prev, Nonce: j.nonce})
 	size := int(k) * j.bs
 	j.open = j.grown(append(j.open, make([]byte, size-n)...))
 	j.sealed = append(j.sealed, sealedChunk{block: j.next, data: j.open, lastSeq: j.openSeq + uint64(j.openTxns) - 1})

@@ -40,6 +40,14 @@ type Options struct {
 	// ChunkSize is the payload bytes at which an open chunk is sealed;
 	// 0 means DefaultChunkSize. A larger transaction gets a larger chunk.
 	ChunkSize int
+	// DataSums is the volume's format.FeatureDataSums. A commit then
+	// writes its chunks and flushes once, without the data barrier before
+	// them, and marks its first chunk (format.ChunkFlagCommit); replay
+	// checks the data that the last commit's DataSumRecs name and drops
+	// that commit from its first chunk whose data did not reach the
+	// device. The writer must then not reuse blocks freed in a commit
+	// until a later commit is durable (see doc.go, "One flush per commit").
+	DataSums bool
 	// OnDurable, if set, is called with the highest durable sequence after
 	// each group commit, in order, from the syncing goroutine, without the
 	// journal's lock held. It may call Append; it must not call Sync.

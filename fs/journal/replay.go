@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -39,6 +40,24 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 		return Position{}, 0, err
 	}
 	r := replayer{dev: dev, bs: int(opts.BlockSize), blocks: opts.Region.Len, base: int64(opts.Region.Start) * int64(opts.BlockSize)}
+	apply := func(c heldChunk) error {
+		var fnErr error
+		err := decode(c.payload, c.txns, func(i int, recs []format.Record) error {
+			fnErr = fn(c.seq+uint64(i), recs)
+			return fnErr
+		})
+		if fnErr != nil {
+			return fnErr
+		}
+		if err != nil {
+			return fmt.Errorf("journal: chunk at log block %d (seq %d) passed its checksum: %w", c.pos, c.seq, err)
+		}
+		return nil
+	}
+	// With DataSums, the chunks of the last commit seen are held until a
+	// later commit's chunk shows that commit flushed, or the log ends and
+	// their data is checked.
+	var held []heldChunk
 	pos, prev, seq := opts.Head.Block, opts.Head.Prev, opts.NextSeq
 	var walked, chunks, txns uint64 // walked bounds replay to one lap
 	for {
@@ -49,22 +68,29 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 		if h == nil || h.Seq != seq || h.Prev != prev {
 			break
 		}
+		c := heldChunk{pos: pos, prev: prev, seq: seq, txns: h.Txns, payload: payload}
+		if opts.DataSums && h.Flags&format.ChunkFlagCommit != 0 {
+			for _, c := range held {
+				if err := apply(c); err != nil {
+					return Position{}, 0, err
+				}
+			}
+			held = held[:0]
+		}
 		prev = h.CRC
 		if h.Flags&format.ChunkFlagWrap != 0 {
+			if opts.DataSums { // where the log goes on if what follows is dropped
+				held = append(held, heldChunk{pos: pos, prev: c.prev, seq: seq})
+			}
 			walked += r.blocks - pos
 			pos = 0
 			continue
 		}
-		var fnErr error
-		err = decode(payload, h.Txns, func(i int, recs []format.Record) error {
-			fnErr = fn(seq+uint64(i), recs)
-			return fnErr
-		})
-		if fnErr != nil {
-			return Position{}, 0, fnErr
-		}
-		if err != nil {
-			return Position{}, 0, fmt.Errorf("journal: chunk at log block %d (seq %d) passed its checksum: %w", pos, seq, err)
+		if opts.DataSums {
+			c.payload = bytes.Clone(payload)
+			held = append(held, c)
+		} else if err := apply(c); err != nil {
+			return Position{}, 0, err
 		}
 		k := uint64(format.ChunkSize(len(payload), opts.BlockSize) / r.bs)
 		seq += uint64(h.Txns)
@@ -73,9 +99,89 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 		chunks++
 		txns += uint64(h.Txns)
 	}
-	opts.Logger.WithField("chunks", chunks).WithField("transactions", txns).WithField("head", pos).
-		WithField("next_seq", seq).Info("journal replayed")
+	good, err := r.landed(held)
+	if err != nil {
+		return Position{}, 0, err
+	}
+	for _, c := range held[:good] {
+		if err := apply(c); err != nil {
+			return Position{}, 0, err
+		}
+	}
+	log := opts.Logger.WithField("head", pos)
+	if good < len(held) {
+		c := held[good]
+		log = opts.Logger.WithField("head", c.pos).WithField("dropped_from_seq", c.seq).WithField("dropped", seq-c.seq)
+		log.Warn("journal: the last commit's data had not reached the device; its transactions from there on are dropped (that commit never completed)")
+		pos, prev, txns = c.pos, c.prev, txns-(seq-c.seq)
+		seq = c.seq
+	}
+	log.WithField("chunks", chunks).WithField("transactions", txns).WithField("next_seq", seq).Info("journal replayed")
 	return Position{Block: pos, Prev: prev}, seq, nil
+}
+
+// heldChunk is a chunk read, not yet applied: where it starts, the chain
+// value it carries, its first sequence and transactions (none for a wrap
+// chunk).
+type heldChunk struct {
+	pos     uint64
+	prev    uint32
+	seq     uint64
+	txns    uint32
+	payload []byte
+}
+
+// landed returns how many of the held chunks, in order, have every range
+// their DataSumRecs name on the device with its checksum.
+func (r *replayer) landed(held []heldChunk) (int, error) {
+	for i, c := range held {
+		ok := true
+		err := format.DecodeTxns(c.payload, c.txns, func(_ int, recs []format.Record) error {
+			for _, rec := range recs {
+				if ds, isSum := rec.(format.DataSumRec); isSum && ok {
+					var err error
+					if ok, err = r.sumsMatch(ds); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("journal: chunk at log block %d (seq %d): %w", c.pos, c.seq, err)
+		}
+		if !ok {
+			return i, nil
+		}
+	}
+	return len(held), nil
+}
+
+// sumsMatch reads the ranges of ds and compares their checksums.
+func (r *replayer) sumsMatch(ds format.DataSumRec) (bool, error) {
+	const piece = 1 << 20
+	if cap(r.data) < piece {
+		r.data = make([]byte, piece)
+	}
+	bs := uint64(r.bs)
+	for _, x := range ds.Ranges {
+		if x.Len > uint64(r.dev.Size())/bs || x.Block > uint64(r.dev.Size())/bs-x.Len {
+			return false, fmt.Errorf("data checksum of inode %d names blocks %d+%d beyond the device: %w", ds.Ino, x.Block, x.Len, format.ErrCorrupt)
+		}
+		var crc uint32
+		for off, end := x.Block*bs, (x.Block+x.Len)*bs; off < end; {
+			b := r.data[:min(piece, end-off)]
+			if _, err := r.dev.ReadAt(b, int64(off)); err != nil {
+				return false, fmt.Errorf("journal: read data at block %d: %w", off/bs, err)
+			}
+			crc = format.UpdateChecksum(crc, b)
+			off += uint64(len(b))
+		}
+		if crc != x.CRC {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 type replayer struct {
@@ -84,6 +190,7 @@ type replayer struct {
 	blocks uint64
 	base   int64
 	buf    []byte
+	data   []byte // for checking data sums
 }
 
 // read returns the verified chunk at pos, or a nil header where the log

@@ -69,10 +69,11 @@ func (j *Journal) commit() error {
 // makes the data the batch's records point at durable before the records;
 // on a device that tracks its writes (device.Tracked) it is skipped when
 // nothing was written since the last flush began, as after metadata-only
-// changes.
+// changes, and with Options.DataSums it is never issued: replay checks
+// the last commit's data instead.
 func (j *Journal) write(batch []sealedChunk) error {
 	ctrCommits.Inc()
-	if u, ok := j.dev.(unflushed); ok && !u.Unflushed() {
+	if u, ok := j.dev.(unflushed); j.opts.DataSums || ok && !u.Unflushed() {
 		ctrBarriersSkipped.Inc()
 	} else if err := j.flush(); err != nil {
 		return err

@@ -157,6 +157,16 @@
 // once the log is half full (a full log checkpoints inline and retries).
 // Close writes back, checkpoints, and marks the superblock clean: the next
 // Open replays nothing. Open clears the clean flag before appending.
+//
+// On a volume made with format.FeatureDataSums (mkfs's default since
+// session 4) a commit costs one device flush, not two: each write-back
+// also logs a DataSumRec (the CRC32C of every extent it wrote, computed as
+// the bytes go out), and replay drops a last commit whose data did not
+// land (journal doc, "One flush per commit"). The volume's part is
+// onDurable: blocks a commit freed wait for the next commit to be durable
+// before they are reused, so no block named by the last commit's sums is
+// rewritten while that commit may still be the last. settleFrees commits
+// a no-op transaction when a write needs those blocks at once.
 // rename over an existing name is one transaction: old xor new after a
 // crash.
 //

@@ -231,7 +231,7 @@ func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (int, error
 func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, error) {
 	k, err := v.write(n, fd, p, off)
 	if err == ErrNoSpace && v.space.hasPending() {
-		if serr := v.syncLog(); serr != nil {
+		if serr := v.settleFrees(); serr != nil {
 			return k, serr
 		}
 		var k2 int

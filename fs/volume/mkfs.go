@@ -22,6 +22,10 @@ type MkfsOptions struct {
 	// Force formats a device that already holds a smallfs (or what is left
 	// of one). Default false: such a device is refused with ErrExist.
 	Force bool
+	// NoDataSums leaves format.FeatureDataSums off: every commit then
+	// flushes before and after its log chunks, as images made before the
+	// feature do (tests keep that path covered).
+	NoDataSums bool
 }
 
 // Mkfs writes an empty smallfs (a root directory) on dev: both superblocks,
@@ -63,6 +67,9 @@ func Mkfs(dev device.Device, opts MkfsOptions) error {
 		LogSeq:    1,
 		Flags:     format.FlagClean,
 		NextIno:   uint64(RootIno) + 1,
+	}
+	if !opts.NoDataSums {
+		sb.Features |= format.FeatureDataSums
 	}
 	if _, err := rand.Read(sb.UUID[:]); err != nil {
 		return fmt.Errorf("mkfs: uuid: %w", err)

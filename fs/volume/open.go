@@ -37,7 +37,8 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	start := time.Now()
 	// Tracked: a commit with no data written since the last flush skips
 	// its data barrier (journal.write); every write goes through v.dev.
-	v := &Volume{opts: opts, dev: device.Track(dev), blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb}
+	v := &Volume{opts: opts, dev: device.Track(dev), blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb,
+		dataSums: sb.Features&format.FeatureDataSums != 0}
 	v.acct = newAcct(opts.Accounting)
 	v.inodes.acct = v.acct.chunks
 	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
@@ -55,7 +56,7 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	v.space.setCheckpoint(blocksIn(v.refs[sb.Slot].extents))
 	v.j, err = journal.Open(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: nextSeq, Tail: sb.LogHead,
-		OnDurable: v.space.durable, Logger: opts.Logger,
+		DataSums: v.dataSums, OnDurable: v.onDurable(nextSeq - 1), Logger: opts.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
@@ -80,8 +81,29 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 }
 
 // maxExtentBytes is the most an extent takes in an ExtentsRec: three
-// varints.
-const maxExtentBytes = 30
+// varints; maxSumBytes the most a range takes in a DataSumRec: two
+// varints and a checksum.
+const (
+	maxExtentBytes = 30
+	maxSumBytes    = 24
+)
+
+// onDurable returns what the journal calls after each commit: it makes
+// the blocks freed by durable transactions allocatable. With data sums a
+// commit's frees wait for the next commit as well: replay checks the last
+// commit's data, so a block it wrote must not be rewritten (freed later in
+// the same commit, then reused) while that commit may still be the last
+// one in the log. A checkpoint releases everything it covers at once.
+func (v *Volume) onDurable(durable uint64) func(uint64) {
+	if !v.dataSums {
+		return v.space.durable
+	}
+	prev := durable // the commit before the one that just ended
+	return func(seq uint64) {
+		v.space.durable(prev)
+		prev = seq
+	}
+}
 
 // txnRoom is the bytes of an extent map a log of logBlocks blocks surely
 // takes in one transaction: the journal allows half the log less a block,
@@ -118,7 +140,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 	pr := v.progress(PhaseReplay, 0)
 	defer pr.end()
 	head, next, err := journal.ReplayScan(v.dev, journal.Options{
-		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: sb.LogSeq,
+		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: sb.LogSeq, DataSums: v.dataSums,
 	}, func(seq uint64, txn []format.Record) error {
 		pr.step()
 		for _, r := range txn {

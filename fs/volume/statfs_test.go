@@ -21,7 +21,7 @@ func TestAllocStats(t *testing.T) {
 	for i := 0; i < 40; i += 2 {
 		ok(t, v.Unlink(root, RootIno, "f"+strconv.Itoa(i)))
 	}
-	ok(t, v.Sync()) // the frees become allocatable once durable
+	ok(t, v.settleFrees()) // the frees become allocatable once durable
 	st := v.AllocStats()
 	if st.FreeExtents < 20 {
 		t.Fatalf("%d free extents after punching 20 holes", st.FreeExtents)

@@ -19,6 +19,26 @@ func (v *Volume) syncLog() error {
 	return nil
 }
 
+// settleFrees makes the blocks waiting for a commit allocatable: it
+// syncs the log and, with data sums (where a commit's frees also wait for
+// the next commit, see onDurable), commits once more a transaction that
+// changes nothing, the root's inode record as it stands.
+func (v *Volume) settleFrees() error {
+	if err := v.syncLog(); err != nil {
+		return err
+	}
+	if !v.dataSums || !v.space.hasPending() {
+		return nil
+	}
+	v.mu.Lock()
+	_, err := v.commit(v.inodes.get(RootIno).record(RootIno))
+	v.mu.Unlock()
+	if err != nil {
+		return opErr("sync", "", err)
+	}
+	return v.syncLog()
+}
+
 // startCommitter starts the periodic commit: every CommitInterval it
 // writes back dirty files, makes the log durable, and checkpoints once the
 // log is half full.

@@ -33,6 +33,9 @@ type Volume struct {
 	// it bounds a file's extent map, which is one record.
 	txnRoom int
 	j       *journal.Journal
+	// dataSums is format.FeatureDataSums: write-backs log the checksums
+	// of what they wrote, and commits flush once (journal.Options.DataSums).
+	dataSums bool
 
 	ckptMu  sync.Mutex        // serialises checkpoints and superblock writes; inside v.mu
 	sb      format.Superblock // the newest superblock written

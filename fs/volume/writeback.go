@@ -114,6 +114,7 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 	}
 	endBlock := blocksFor(size, v.blockSize)
 	extents, dropped := cutExtents(n.x.extents, endBlock, math.MaxUint64)
+	var sums []format.SumRange // with data sums: what place wrote
 	cks := make([]uint64, 0, len(fd.chunks))
 	for c := range fd.chunks {
 		cks = append(cks, c)
@@ -125,7 +126,7 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 			k++
 		}
 		lb, le := cks[0]*cs/bs, min((cks[k-1]+1)*cs/bs, endBlock)
-		placed, err := v.place(fd, lb, le)
+		placed, err := v.place(fd, lb, le, &sums)
 		fresh = append(fresh, physical(placed)...)
 		if err != nil {
 			return nil, nil, fresh, err
@@ -137,10 +138,13 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 		cks = cks[k:]
 	}
 	rec := format.ExtentsRec{Ino: uint64(ino), Extents: extents}
-	if err := v.loggable(&rec); err != nil {
+	if err := v.loggable(&rec, sums); err != nil {
 		return nil, nil, fresh, err
 	}
 	recs = []format.Record{nil, rec}
+	if sums != nil {
+		recs = append(recs, format.DataSumRec{Ino: uint64(ino), Ranges: sums})
+	}
 	if inline != nil {
 		recs = append(recs, format.InlineRec{Ino: uint64(ino)})
 	}
@@ -152,12 +156,16 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 // write-back then fails with nothing changed instead of committing a
 // record the log cannot take. Only a map that might not fit is encoded to
 // find out.
-func (v *Volume) loggable(r *format.ExtentsRec) error {
+func (v *Volume) loggable(r *format.ExtentsRec, sums []format.SumRange) error {
 	n := len(r.Extents)
-	if n*maxExtentBytes <= v.txnRoom {
+	if n*maxExtentBytes+len(sums)*maxSumBytes <= v.txnRoom {
 		return nil
 	}
-	if size := len(format.AppendRecord(nil, r)); n > format.MaxExtents || size > v.txnRoom {
+	size := len(format.AppendRecord(nil, r))
+	if sums != nil {
+		size += len(format.AppendRecord(nil, format.DataSumRec{Ino: r.Ino, Ranges: sums}))
+	}
+	if n > format.MaxExtents || size > v.txnRoom {
 		return fmt.Errorf("extent map of %d extents (%d bytes) over the %d bytes a log transaction holds: free space too fragmented: %w",
 			n, size, v.txnRoom, ErrNoSpace)
 	}
@@ -166,8 +174,9 @@ func (v *Volume) loggable(r *format.ExtentsRec) error {
 
 // place allocates device blocks for logical blocks [lb, le), as few
 // extents as free space allows, near the file's directory cursor, and
-// writes the dirty chunks' bytes there.
-func (v *Volume) place(fd *fileData, lb, le uint64) ([]format.Extent, error) {
+// writes the dirty chunks' bytes there. With data sums it appends each
+// extent's checksum to *sums.
+func (v *Volume) place(fd *fileData, lb, le uint64, sums *[]format.SumRange) ([]format.Extent, error) {
 	bs, cs := uint64(v.blockSize), v.chunkSize()
 	hint := v.hint(fd)
 	var placed []format.Extent
@@ -178,15 +187,23 @@ func (v *Volume) place(fd *fileData, lb, le uint64) ([]format.Extent, error) {
 		}
 		placed = append(placed, format.Extent{Logical: l, Physical: e.Off, Len: e.Len})
 		// Write the bytes of logical blocks [l, l+e.Len), chunk by chunk.
+		var crc uint32
 		for off, end := l*bs, (l+e.Len)*bs; off < end; {
 			c := off / cs
 			b := fd.chunks[c].B
 			at := off - c*cs
 			k := min(end, (c+1)*cs) - off
-			if err := v.writeBlocks(b, at, k, int64(e.Off*bs+off-l*bs)); err != nil {
+			p, err := v.writeBlocks(b, at, k, int64(e.Off*bs+off-l*bs))
+			if err != nil {
 				return placed, err
 			}
+			if v.dataSums {
+				crc = format.UpdateChecksum(crc, p)
+			}
 			off += k
+		}
+		if v.dataSums {
+			*sums = append(*sums, format.SumRange{Block: e.Off, Len: e.Len, CRC: crc})
 		}
 		hint = e.End()
 		l += e.Len
@@ -196,8 +213,9 @@ func (v *Volume) place(fd *fileData, lb, le uint64) ([]format.Extent, error) {
 }
 
 // writeBlocks writes k bytes of chunk buffer b from at to device offset
-// devOff; bytes past the buffer's end are zeros (the end of the file).
-func (v *Volume) writeBlocks(b []byte, at, k uint64, devOff int64) error {
+// devOff; bytes past the buffer's end are zeros (the end of the file). It
+// returns the bytes written.
+func (v *Volume) writeBlocks(b []byte, at, k uint64, devOff int64) ([]byte, error) {
 	var p []byte
 	switch {
 	case at+k <= uint64(cap(b)): // the bytes past len are kept zero
@@ -207,9 +225,9 @@ func (v *Volume) writeBlocks(b []byte, at, k uint64, devOff int64) error {
 		copy(p, b[min(at, uint64(len(b))):])
 	}
 	if _, err := v.dev.WriteAt(p, devOff); err != nil {
-		return opErr("write", "", err)
+		return nil, opErr("write", "", err)
 	}
-	return nil
+	return p, nil
 }
 
 // dropDirty forgets fd's dirty chunks, gives back their reservation and
