@@ -92,6 +92,12 @@ func (r *Run) Do(ctx context.Context, op Op) (Result, error) {
 	if op.Xattr && r.noXattrs {
 		return res, fmt.Errorf("%s: %w", op.Name, ErrUnsupported)
 	}
+	if ctx.Err() != nil {
+		// AfterFunc would set stop from a goroutine of its own, maybe
+		// after the threads have started.
+		r.stop.Store(true)
+		return res, ErrInterrupted
+	}
 	stopWatch := context.AfterFunc(ctx, func() { r.stop.Store(true) })
 	defer stopWatch()
 
