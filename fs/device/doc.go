@@ -15,9 +15,9 @@
 //   - File (Open): an image file or a block device through pread/pwrite and
 //     fdatasync. It implements FdDevice so reads of a contiguous extent can be
 //     served zero-copy from the descriptor. On an image file whose blocks the
-//     host holds "unwritten" (fallocate), the first write into each 1 MiB
-//     region writes zeros over it first (zero-ahead, zeroahead.go), so later
-//     flushes have no host conversion to commit.
+//     host holds "unwritten" (fallocate), ZeroAhead writes zeros over a
+//     1 MiB region before a write the caller will flush at once
+//     (zeroahead.go), so that flush has no host conversion to commit.
 //   - Mem: a byte slice; Flush does nothing. For unit tests and fuzzing.
 //   - CrashDevice: remembers which writes are flushed and builds the image a
 //     power cut would leave behind (Crash, CrashAt; see CrashMode).

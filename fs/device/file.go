@@ -39,9 +39,9 @@ type Options struct {
 	// MinSize is the smallest acceptable size in bytes; 0 means
 	// DefaultMinSize.
 	MinSize int64
-	// NoZeroAhead leaves the host's unwritten blocks of an image file to
-	// be converted write by write instead of a region at a time (see
-	// ZeroRegion).
+	// NoZeroAhead makes ZeroAhead do nothing: the host's unwritten blocks
+	// of an image file are converted write by write, never a region at a
+	// time (see ZeroRegion).
 	NoZeroAhead bool
 }
 
@@ -182,7 +182,7 @@ func (d *File) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	if z := d.zero; z != nil && z.left.Load() > 0 {
-		if err := z.prepare(off, int64(len(p)), d.writeZeros); err != nil {
+		if err := z.prepare(off, int64(len(p)), false, nil); err != nil {
 			return 0, err
 		}
 	}
@@ -193,11 +193,26 @@ func (d *File) WriteAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// ZeroAhead implements ZeroAheader: the next write to [off, off+n), which
+// the caller will flush soon, finds plain written blocks on the host.
+func (d *File) ZeroAhead(off, n int64) error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	if err := checkRange(off, int(n), d.size); err != nil {
+		return err
+	}
+	if z := d.zero; z != nil && z.left.Load() > 0 && !d.readOnly {
+		return z.prepare(off, n, true, d.writeZeros)
+	}
+	return nil
+}
+
 func (d *File) writeZeros(off, end int64) error { return writeZeros(d.fd, off, end) }
 
-// ZeroAhead reports the regions zero-ahead has written since Open and
-// those it still holds unwritten (see ZeroRegion).
-func (d *File) ZeroAhead() (zeroed, unwritten int64) {
+// ZeroAheadStats reports the regions zero-ahead has written since Open
+// and those still unwritten and never written (see ZeroRegion).
+func (d *File) ZeroAheadStats() (zeroed, unwritten int64) {
 	if z := d.zero; z != nil {
 		return z.zeroed.Load(), z.left.Load()
 	}

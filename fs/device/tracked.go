@@ -42,6 +42,16 @@ func (t *Tracked) Flush() error {
 	}
 }
 
+// ZeroAhead passes the call on when the device zeroes ahead.
+func (t *Tracked) ZeroAhead(off, n int64) error {
+	if z, ok := t.Device.(ZeroAheader); ok {
+		err := z.ZeroAhead(off, n)
+		t.writes.Add(1) // zeros may have been written
+		return err
+	}
+	return nil
+}
+
 // Unflushed reports whether a write has completed since the latest
 // successful flush began.
 func (t *Tracked) Unflushed() bool { return t.writes.Load() > t.flushed.Load() }

@@ -17,12 +17,27 @@ import (
 // the next fdatasync must commit through the host's journal. Written a few
 // blocks per commit at scattered places, every fsync pays that: one
 // fdatasync here took 308-354 µs after writes into unwritten blocks and
-// 179 µs after writes into written ones (docs/PERFORMANCE.md). So the first
-// write into a region of ZeroRegion bytes that the host holds unwritten
-// end to end first writes zeros over the whole region: the host converts
+// 179 µs after writes into written ones (docs/PERFORMANCE.md). So a caller
+// about to write what it will flush at once (the log, an fsync-ed file)
+// calls ZeroAhead first, and a region of ZeroRegion bytes that the host
+// holds unwritten end to end gets zeros over all of it: the host converts
 // once per region, and later commits there write plain blocks, as on an
 // image made with --preallocate full, without writing the whole image at
-// mkfs. Holes (a sparse image) are left alone: sparse was asked for.
+// mkfs. Other writes leave the conversion to the host's own write-back,
+// where it costs nothing a caller waits for, while zeros cost a second
+// copy into the page cache (64 KiB creates without fsync ran at half speed
+// with every write zeroing ahead). A region written without zeros is
+// never zeroed afterwards. Holes (a sparse image) are left alone: sparse
+// was asked for.
+
+// ZeroAheader is a Device that can have the host convert its unwritten
+// blocks a region at a time before a write that will be flushed soon
+// (File; Tracked passes it on).
+type ZeroAheader interface {
+	// ZeroAhead writes zeros over each region [off, off+n) touches that
+	// the host still holds unwritten, unless [off, off+n) covers it.
+	ZeroAhead(off, n int64) error
+}
 
 // ZeroRegion is the unit zero-ahead writes: 256 blocks of 4 KiB, about a
 // millisecond of writing into the page cache, paid once per region.
@@ -79,11 +94,12 @@ func newZeroAhead(fd uintptr, size int64) *zeroAhead {
 	return z
 }
 
-// prepare makes every region [off, off+n) touches ready for a write,
-// zeroing the unwritten ones with write (called with the region's byte
-// range). A write covering a whole region needs no zeros. Concurrent
-// writers into a region being zeroed wait for it.
-func (z *zeroAhead) prepare(off, n int64, write func(off, end int64) error) error {
+// prepare makes every region [off, off+n) touches ready for a write.
+// With zero it zeroes the unwritten ones with write (called with the
+// region's byte range), unless [off, off+n) covers one whole; without, it
+// only marks them ready, so they are never zeroed over the data to come.
+// Writers into a region being zeroed wait for it.
+func (z *zeroAhead) prepare(off, n int64, zero bool, write func(off, end int64) error) error {
 	for r := off / ZeroRegion; r*ZeroRegion < off+n && r < int64(len(z.state)); r++ {
 		z.mu.Lock()
 		for z.state[r] == regionZeroing {
@@ -94,7 +110,7 @@ func (z *zeroAhead) prepare(off, n int64, write func(off, end int64) error) erro
 			continue
 		}
 		start, end := r*ZeroRegion, min((r+1)*ZeroRegion, z.size)
-		if off <= start && off+n >= end {
+		if !zero || off <= start && off+n >= end {
 			z.state[r] = regionReady
 			z.left.Add(-1)
 			z.mu.Unlock()

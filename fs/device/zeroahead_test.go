@@ -36,18 +36,20 @@ func unwrittenBytes(t *testing.T, d *File) int64 {
 
 func TestZeroAheadZerosARegionOnce(t *testing.T) {
 	d, _ := unwrittenImage(t, 4, Options{})
-	if zeroed, left := d.ZeroAhead(); zeroed != 0 || left != 4 {
+	if zeroed, left := d.ZeroAheadStats(); zeroed != 0 || left != 4 {
 		t.Fatalf("after open: zeroed %d, unwritten %d regions; want 0, 4", zeroed, left)
 	}
 	data := bytes.Repeat([]byte("smallfs!"), 512)
 	at := int64(ZeroRegion + 8192)
-	if _, err := d.WriteAt(data, at); err != nil {
-		t.Fatal(err)
+	for _, off := range []int64{at, at + 2*4096} { // the second: same region, no more zeros
+		if err := d.ZeroAhead(off, int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.WriteAt(data, off); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := d.WriteAt(data, at+2*4096); err != nil { // same region: no more zeros
-		t.Fatal(err)
-	}
-	if zeroed, left := d.ZeroAhead(); zeroed != 1 || left != 3 {
+	if zeroed, left := d.ZeroAheadStats(); zeroed != 1 || left != 3 {
 		t.Errorf("after two writes into region 1: zeroed %d, unwritten %d; want 1, 3", zeroed, left)
 	}
 	if n := unwrittenBytes(t, d); n != 3*ZeroRegion {
@@ -67,10 +69,13 @@ func TestZeroAheadZerosARegionOnce(t *testing.T) {
 
 func TestZeroAheadSkipsWholeRegionWrites(t *testing.T) {
 	d, _ := unwrittenImage(t, 2, Options{})
+	if err := d.ZeroAhead(0, ZeroRegion); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := d.WriteAt(bytes.Repeat([]byte{7}, ZeroRegion), 0); err != nil {
 		t.Fatal(err)
 	}
-	if zeroed, left := d.ZeroAhead(); zeroed != 0 || left != 1 {
+	if zeroed, left := d.ZeroAheadStats(); zeroed != 0 || left != 1 {
 		t.Errorf("after a whole-region write: zeroed %d, unwritten %d; want 0, 1", zeroed, left)
 	}
 }
@@ -95,8 +100,11 @@ func TestZeroAheadLeavesWrittenRegions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if _, left := d.ZeroAhead(); left != 1 {
+	if _, left := d.ZeroAheadStats(); left != 1 {
 		t.Errorf("%d regions to zero, want 1 (region 1 only)", left)
+	}
+	if err := d.ZeroAhead(8192, 3); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := d.WriteAt([]byte("new"), 8192); err != nil {
 		t.Fatal(err)
@@ -105,6 +113,30 @@ func TestZeroAheadLeavesWrittenRegions(t *testing.T) {
 	d.ReadAt(got, 100)
 	if !bytes.Equal(got, old) {
 		t.Errorf("data written before open reads %q", got)
+	}
+}
+
+// A plain write (no ZeroAhead: nothing will flush it soon) leaves its
+// region to the host, and no later ZeroAhead zeroes over it.
+func TestZeroAheadNeverZeroesOverAPlainWrite(t *testing.T) {
+	d, _ := unwrittenImage(t, 2, Options{})
+	old := []byte("written without zero-ahead")
+	if _, err := d.WriteAt(old, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ZeroAhead(3*4096, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.WriteAt([]byte("fsynced"), 3*4096); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(old))
+	d.ReadAt(got, 4096)
+	if !bytes.Equal(got, old) {
+		t.Errorf("the plain write reads back %q", got)
+	}
+	if zeroed, left := d.ZeroAheadStats(); zeroed != 0 || left != 1 {
+		t.Errorf("zeroed %d, unwritten %d; want 0, 1", zeroed, left)
 	}
 }
 
@@ -120,7 +152,7 @@ func TestZeroAheadOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, left := d.ZeroAhead(); left != 0 {
+		if _, left := d.ZeroAheadStats(); left != 0 {
 			t.Errorf("%s: %d regions to zero, want 0", name, left)
 		}
 		d.Close()
@@ -139,6 +171,12 @@ func TestZeroAheadConcurrentWriters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for _, s := range slots[w*each : (w+1)*each] {
+				if s%3 != 0 { // the rest are plain writes: never zeroed over
+					if err := d.ZeroAhead(int64(s)*4096, 4096); err != nil {
+						t.Error(err)
+						return
+					}
+				}
 				if _, err := d.WriteAt(bytes.Repeat([]byte{byte(s%250 + 1)}, 4096), int64(s)*4096); err != nil {
 					t.Error(err)
 					return
@@ -154,7 +192,7 @@ func TestZeroAheadConcurrentWriters(t *testing.T) {
 			t.Fatalf("block %d lost its write", s)
 		}
 	}
-	if _, left := d.ZeroAhead(); left != 0 {
+	if _, left := d.ZeroAheadStats(); left != 0 {
 		t.Errorf("%d regions left unwritten after writes into all", left)
 	}
 }
@@ -166,7 +204,7 @@ func TestZeroAheadWaitsForZeroing(t *testing.T) {
 	z.cond.L = &z.mu
 	z.left.Store(2)
 	zeroing, release := make(chan struct{}), make(chan struct{})
-	go z.prepare(10, 4096, func(off, end int64) error {
+	go z.prepare(10, 4096, true, func(off, end int64) error {
 		close(zeroing)
 		<-release
 		return nil
@@ -174,7 +212,7 @@ func TestZeroAheadWaitsForZeroing(t *testing.T) {
 	<-zeroing
 	done := make(chan error)
 	go func() {
-		done <- z.prepare(8192, 4096, func(off, end int64) error {
+		done <- z.prepare(8192, 4096, false, func(off, end int64) error {
 			t.Error("the region was zeroed twice")
 			return nil
 		})

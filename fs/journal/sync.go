@@ -2,6 +2,8 @@ package journal
 
 import (
 	"fmt"
+
+	"github.com/smallfs/smallfs/fs/device"
 )
 
 // Sync makes every transaction up to seq durable. Concurrent callers share
@@ -79,8 +81,15 @@ func (j *Journal) write(batch []sealedChunk) error {
 		return err
 	}
 	base := int64(j.opts.Region.Start) * int64(j.bs)
+	z, zeroAhead := j.dev.(device.ZeroAheader)
 	for _, c := range batch {
-		if _, err := j.dev.WriteAt(c.data, base+int64(c.block)*int64(j.bs)); err != nil {
+		off := base + int64(c.block)*int64(j.bs)
+		if zeroAhead { // the flush below must not convert host blocks
+			if err := z.ZeroAhead(off, int64(len(c.data))); err != nil {
+				return fmt.Errorf("zero ahead of log block %d: %w", c.block, err)
+			}
+		}
+		if _, err := j.dev.WriteAt(c.data, off); err != nil {
 			return fmt.Errorf("write chunk at log block %d: %w", c.block, err)
 		}
 		ctrChunks.Inc()

@@ -32,7 +32,10 @@ type fileData struct {
 	// inode to the volume, so the dirty data outlives the last handle
 	// until a write-back succeeds (unpin). Under the data lock.
 	pinned bool
-	home   Ino // directory whose cursor places the data
+	// syncing: the write-back running is an fsync's (fsyncWriteBack).
+	// Under the data lock.
+	syncing bool
+	home    Ino // directory whose cursor places the data
 
 	size  atomic.Uint64
 	mtime atomic.Int64

@@ -278,7 +278,7 @@ func (h *Handle) Fsync(datasync bool) error {
 		return opErr("fsync", "", ErrBadHandle)
 	}
 	h.fd.mu.Lock()
-	err := h.v.writeBack(h.ino, h.n, h.fd)
+	err := h.v.fsyncWriteBack(h.ino, h.n, h.fd)
 	h.fd.mu.Unlock()
 	if err != nil {
 		return err

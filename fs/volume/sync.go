@@ -85,7 +85,7 @@ func (v *Volume) commitNow() error {
 // a directory (fsyncdir) the log holds everything already.
 func (v *Volume) Fsync(ino Ino, datasync bool) error {
 	err := v.withData(ino, func(n *inode, fd *fileData) error {
-		return v.writeBack(ino, n, fd)
+		return v.fsyncWriteBack(ino, n, fd)
 	})
 	if err != nil && err != ErrIsDir && err != ErrInvalid {
 		return opErr("fsync", "", err)

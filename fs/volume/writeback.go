@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/smallfs/smallfs/alloc"
+	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
 )
 
@@ -61,6 +62,22 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 		v.unpin(ino, n, fd)
 	}
 	return nil
+}
+
+// zeroAheadBelow: an fsync's extents shorter than this are zeroed ahead.
+// The zeros cost a region's worth of disk writes at the next flush, which
+// small files share (256 of 4 KiB per region: fsync-ed creates 1.10-1.29×
+// faster) and large ones do not (64 KiB swift-put ran at 0.81×).
+const zeroAheadBelow = 64 << 10
+
+// fsyncWriteBack is writeBack for an fsync: the data goes to the device
+// and is flushed at once, so the blocks of its small extents are zeroed
+// ahead on the host (device.ZeroAheader) and the flush has no conversion
+// to commit (fd.mu held).
+func (v *Volume) fsyncWriteBack(ino Ino, n *inode, fd *fileData) error {
+	fd.syncing = true
+	defer func() { fd.syncing = false }()
+	return v.writeBack(ino, n, fd)
 }
 
 // unpin gives back the open a failed Release left to the volume, now that
@@ -186,6 +203,11 @@ func (v *Volume) place(fd *fileData, lb, le uint64, sums *[]format.SumRange) ([]
 			return placed, err
 		}
 		placed = append(placed, format.Extent{Logical: l, Physical: e.Off, Len: e.Len})
+		if z, ok := v.dev.(device.ZeroAheader); ok && fd.syncing && e.Len*bs < zeroAheadBelow {
+			if err := z.ZeroAhead(int64(e.Off*bs), int64(e.Len*bs)); err != nil {
+				return placed, opErr("write", "", err)
+			}
+		}
 		// Write the bytes of logical blocks [l, l+e.Len), chunk by chunk.
 		var crc uint32
 		for off, end := l*bs, (l+e.Len)*bs; off < end; {

@@ -50,9 +50,9 @@ type Config struct {
 	// IobufPool pools the volume's dirty-data buffers (iobuf_pool=); off
 	// allocates each one, to measure what the pools gain. Default on.
 	IobufPool bool
-	// ZeroAhead writes zeros over each 1 MiB region of an image file's
-	// fallocated (unwritten) blocks before the first write into it
-	// (zero_ahead=): fs/device ZeroRegion. Default on.
+	// ZeroAhead writes zeros over a 1 MiB region of an image file's
+	// fallocated (unwritten) blocks before the first log or fsync-ed write
+	// into it (zero_ahead=): fs/device ZeroRegion. Default on.
 	ZeroAhead bool
 	// LogLevel is the lowest level logged (log_level=). Default info.
 	LogLevel logrus.Level

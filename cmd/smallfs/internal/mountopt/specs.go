@@ -80,7 +80,7 @@ var specs = []Spec{
 		Help:  "pool the buffers of written data (off: allocate each, to measure the pools)",
 		apply: switchField(func(c *Config) *bool { return &c.IobufPool })},
 	{Name: "zero_ahead", Value: "on|off", Default: "on",
-		Help:  "write zeros over a region of an image file's fallocated blocks at its first write, so fsyncs do not pay the host's conversion one block at a time",
+		Help:  "write zeros over a region of an image file's fallocated blocks before the first fsync-ed write into it, so fsyncs do not pay the host's conversion one block at a time",
 		apply: switchField(func(c *Config) *bool { return &c.ZeroAhead })},
 	{Name: "allow_other", Help: "let other users reach the files (permissions still apply)",
 		apply: func(c *Config, _ string) error { c.AllowOther = true; return nil }},
