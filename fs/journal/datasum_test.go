@@ -60,9 +60,15 @@ func TestDataSumsReplayDropsLastCommitWithoutData(t *testing.T) {
 	}
 
 	dev.WriteAt([]byte("lost"), 102*testBS) // the last commit's data did not land
-	seqs, head, next := replayAll(t, dev, opts)
+	var from, n uint64
+	o := opts
+	o.OnDropped = func(f, k uint64) { from, n = f, k }
+	seqs, head, next := replayAll(t, dev, o)
 	if len(seqs) != 1 || next != 2 {
 		t.Fatalf("last commit's data lost: replayed %v, next %d; want [1], 2", seqs, next)
+	}
+	if from != 2 || n != 1 {
+		t.Errorf("OnDropped(%d, %d), want (2, 1)", from, n)
 	}
 	dev.WriteAt([]byte("lost"), 101*testBS) // not the last commit: not checked
 	if seqs, _, _ := replayAll(t, dev, opts); len(seqs) != 1 {
@@ -70,7 +76,7 @@ func TestDataSumsReplayDropsLastCommitWithoutData(t *testing.T) {
 	}
 
 	// A new run continues where the dropped commit was.
-	o := opts
+	o = opts
 	o.Head, o.NextSeq = head, next
 	j2 := mustOpen(t, dev, o)
 	mustAppend(t, j2, dataTxn(t, dev, 2, 110, 9))

@@ -48,6 +48,10 @@ type Options struct {
 	// device. The writer must then not reuse blocks freed in a commit
 	// until a later commit is durable (see doc.go, "One flush per commit").
 	DataSums bool
+	// OnDropped, if set, is called by replay when it drops the
+	// transactions of a last commit whose data did not land: n of them,
+	// from sequence from on. Replay only.
+	OnDropped func(from, n uint64)
 	// OnDurable, if set, is called with the highest durable sequence after
 	// each group commit, in order, from the syncing goroutine, without the
 	// journal's lock held. It may call Append; it must not call Sync.

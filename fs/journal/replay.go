@@ -113,6 +113,9 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 		c := held[good]
 		log = opts.Logger.WithField("head", c.pos).WithField("dropped_from_seq", c.seq).WithField("dropped", seq-c.seq)
 		log.Warn("journal: the last commit's data had not reached the device; its transactions from there on are dropped (that commit never completed)")
+		if opts.OnDropped != nil {
+			opts.OnDropped(c.seq, seq-c.seq)
+		}
 		pos, prev, txns = c.pos, c.prev, txns-(seq-c.seq)
 		seq = c.seq
 	}

@@ -177,6 +177,10 @@ func (p Problem) String() string {
 type Recovery struct {
 	Clean        bool   // closed cleanly: the log was not replayed
 	Transactions uint64 // log transactions replayed after a crash
+	// Dropped is the transactions of a last commit whose data had not
+	// reached the device, left out of the replay: that commit never
+	// completed, so nothing in it was acknowledged (FeatureDataSums).
+	Dropped uint64
 	Orphans      []Ino  // inodes without links a crash left behind, freed
 }
 

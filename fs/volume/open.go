@@ -141,6 +141,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 	defer pr.end()
 	head, next, err := journal.ReplayScan(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: sb.LogSeq, DataSums: v.dataSums,
+		OnDropped: func(_, n uint64) { v.recovery.Dropped = n },
 	}, func(seq uint64, txn []format.Record) error {
 		pr.step()
 		for _, r := range txn {
@@ -157,7 +158,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 		return journal.Position{}, 0, fmt.Errorf("replay: %w", err)
 	}
 	v.recovery.Transactions = next - sb.LogSeq
-	v.opts.Logger.WithField("transactions", next-sb.LogSeq).Info("log replayed")
+	v.opts.Logger.WithField("transactions", next-sb.LogSeq).WithField("dropped", v.recovery.Dropped).Info("log replayed")
 	return head, next, nil
 }
 
