@@ -181,7 +181,7 @@ type Recovery struct {
 	// reached the device, left out of the replay: that commit never
 	// completed, so nothing in it was acknowledged (FeatureDataSums).
 	Dropped uint64
-	Orphans      []Ino  // inodes without links a crash left behind, freed
+	Orphans []Ino // inodes without links a crash left behind, freed
 }
 
 // Progress is how far Open has got (Options.Progress).
