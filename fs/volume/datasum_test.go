@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/smallfs/smallfs/fs/device"
 )
@@ -182,5 +183,27 @@ func TestZeroAheadOnlyForFsync(t *testing.T) {
 	ok(t, h.Release())
 	if n := dataCalls(); n != 1 {
 		t.Fatalf("an fsync of a %d-byte extent zeroed ahead: %d calls in all, want 1", zeroAheadBelow, n)
+	}
+}
+
+// TestEarlyCommitBoundsUnsynced: with data sums, writing back more than
+// maxUnsynced since the last commit makes the committer commit without
+// waiting for its interval, so replay never reads back more than that.
+func TestEarlyCommitBoundsUnsynced(t *testing.T) {
+	old := maxUnsynced
+	maxUnsynced = 64 << 10
+	defer func() { maxUnsynced = old }()
+	mem := device.NewMem(16 << 20)
+	ok(t, Mkfs(mem, MkfsOptions{}))
+	v := must[*Volume](t)(Open(mem, Options{CommitInterval: time.Hour, InlineThreshold: -1}))
+	defer func() { ok(t, v.Close()) }()
+	start := v.j.Durable()
+	for i := range 8 {
+		writeFile(t, v, RootIno, fmt.Sprint("f", i), pattern(20000, byte(i)))
+	}
+	for deadline := time.Now().Add(20 * time.Second); v.j.Durable() == start; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("160 KB written back, a 64 KiB bound, an hour's interval: no commit")
+		}
 	}
 }

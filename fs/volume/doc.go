@@ -166,7 +166,10 @@
 // onDurable: blocks a commit freed wait for the next commit to be durable
 // before they are reused, so no block named by the last commit's sums is
 // rewritten while that commit may still be the last. settleFrees commits
-// a no-op transaction when a write needs those blocks at once.
+// a no-op transaction when a write needs those blocks at once. Replay
+// after a crash reads the last commit's data back, so past maxUnsynced
+// (256 MiB) written back since the last commit the committer commits
+// early.
 // rename over an existing name is one transaction: old xor new after a
 // crash.
 //

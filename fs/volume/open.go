@@ -102,6 +102,7 @@ func (v *Volume) onDurable(durable uint64) func(uint64) {
 	return func(seq uint64) {
 		v.space.durable(prev)
 		prev = seq
+		v.unsynced.Store(0) // roughly: write-backs appended since the seal count again
 	}
 }
 

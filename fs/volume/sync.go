@@ -44,6 +44,7 @@ func (v *Volume) settleFrees() error {
 // log is half full.
 func (v *Volume) startCommitter() {
 	v.stop, v.stopped = make(chan struct{}), make(chan struct{})
+	v.syncKick = make(chan struct{}, 1)
 	if v.opts.CommitInterval < 0 {
 		close(v.stopped)
 		return
@@ -59,6 +60,10 @@ func (v *Volume) startCommitter() {
 			case <-t.C:
 				if err := v.commitNow(); err != nil {
 					v.opts.Logger.WithError(err).Error("periodic commit failed")
+				}
+			case <-v.syncKick: // maxUnsynced written back since the last commit
+				if err := v.syncLog(); err != nil {
+					v.opts.Logger.WithError(err).Error("early commit failed")
 				}
 			}
 		}

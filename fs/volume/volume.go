@@ -43,9 +43,15 @@ type Volume struct {
 	pending ckptRef           // the checkpoint being made current
 	stop    chan struct{}     // closed to stop the periodic commit
 	stopped chan struct{}     // closed when it has stopped
-	closed  bool
-	now     func() int64 // the clock, in Unix ns
-	acct    acct
+	// unsynced is the bytes written back since the last commit (data
+	// sums: replay after a crash reads back the last commit's data);
+	// past maxUnsynced a write-back asks the committer (syncKick) to
+	// commit early.
+	unsynced atomic.Int64
+	syncKick chan struct{} // capacity 1
+	closed   bool
+	now      func() int64 // the clock, in Unix ns
+	acct     acct
 
 	recovery Recovery     // what Open did; set before Open returns, then read-only
 	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
