@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -138,27 +139,29 @@ type heldChunk struct {
 // their DataSumRecs name on the device with its checksum.
 func (r *replayer) landed(held []heldChunk) (int, error) {
 	for i, c := range held {
-		ok := true
 		err := format.DecodeTxns(c.payload, c.txns, func(_ int, recs []format.Record) error {
 			for _, rec := range recs {
-				if ds, isSum := rec.(format.DataSumRec); isSum && ok {
-					var err error
-					if ok, err = r.sumsMatch(ds); err != nil {
-						return err
+				if ds, isSum := rec.(format.DataSumRec); isSum {
+					if match, err := r.sumsMatch(ds); err != nil || !match {
+						return cmp.Or(err, errDataMissing)
 					}
 				}
 			}
 			return nil
 		})
-		if err != nil {
-			return 0, fmt.Errorf("journal: chunk at log block %d (seq %d): %w", c.pos, c.seq, err)
-		}
-		if !ok {
+		switch {
+		case errors.Is(err, errDataMissing):
 			return i, nil
+		case err != nil:
+			return 0, fmt.Errorf("journal: chunk at log block %d (seq %d): %w", c.pos, c.seq, err)
 		}
 	}
 	return len(held), nil
 }
+
+// errDataMissing stops the check of a chunk at its first data sum that
+// does not match.
+var errDataMissing = errors.New("data missing")
 
 // sumsMatch reads the ranges of ds and compares their checksums.
 func (r *replayer) sumsMatch(ds format.DataSumRec) (bool, error) {
