@@ -68,7 +68,7 @@ type zeroAhead struct {
 	zeroed atomic.Int64 // regions zeroed since Open
 }
 
-// newZeroAhead reads the host's map of f (after syncing it, so data still
+// newZeroAhead reads the host's map of fd (after syncing it, so data still
 // in the page cache is not taken for unwritten space) and returns the
 // tracker, or nil when no region is unwritten or the host cannot tell
 // (no FIEMAP: tmpfs, some network filesystems).
@@ -120,10 +120,10 @@ func (z *zeroAhead) prepare(off, n int64, zero bool, write func(off, end int64) 
 		z.mu.Unlock()
 		err := write(start, end)
 		z.mu.Lock()
-		z.state[r] = regionReady
-		if err != nil {
+		if err != nil { // still all zeros where written: try again next time
 			z.state[r] = regionUnwritten
 		} else {
+			z.state[r] = regionReady
 			z.left.Add(-1)
 			z.zeroed.Add(1)
 			ctrZeroed.Inc()
