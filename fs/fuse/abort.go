@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // fusectlDir is where the kernel's fusectl filesystem lists connections.
@@ -31,13 +33,21 @@ const fusectlDir = "/sys/fs/fuse/connections"
 // If the connection cannot be aborted (fusectl missing and not
 // mountable, or no permission), Abort returns an error and the mount
 // stays detached: the serve loop then ends when the last file is closed.
-// Aborting an unmounted Server returns nil.
+// If the mountpoint no longer shows this mount (it was unmounted from
+// outside while files stay open), Abort returns an error and changes
+// nothing: the connection can then not be told apart from a newer one
+// that took its number. Aborting an unmounted Server returns nil.
 func (s *Server) Abort() error {
 	s.unmount.Lock()
 	defer s.unmount.Unlock()
 	if s.ended() {
 		return nil
 	}
+	pin, err := pinMount(s.mountpoint, s.conn)
+	if err != nil {
+		return fmt.Errorf("fuse: abort %s: %w", s.mountpoint, err)
+	}
+	defer unix.Close(pin)
 	if err := detach(s.mountpoint); err != nil {
 		return fmt.Errorf("fuse: abort %s: %w", s.mountpoint, err)
 	}
@@ -46,6 +56,35 @@ func (s *Server) Abort() error {
 	}
 	<-s.served
 	return nil
+}
+
+// errMountGone is pinMount's answer when the mountpoint no longer shows
+// this connection's filesystem (it was unmounted from outside).
+var errMountGone = errors.New("the mountpoint no longer shows this mount; the connection ends when its last file is closed")
+
+// pinMount opens the mount's root (O_PATH: no request, no open file for
+// the daemon) and checks that it is connection conn's. While the
+// descriptor is open the superblock lives, so the connection keeps its
+// number: after a detach with no file open, the kernel would otherwise
+// free the number at once, the next FUSE mount anywhere on the machine
+// could receive it, and the abort would end that mount instead (it did,
+// in CI: a bench loopback mount died at INIT with ENODEV).
+func pinMount(mountpoint string, conn uint32) (int, error) {
+	fd, err := unix.Open(mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("pin: %w", err)
+	}
+	// DONT_SYNC: the device number needs no GETATTR.
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, 0, &st); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("pin: %w", err)
+	}
+	if st.Dev_major != 0 || st.Dev_minor != conn {
+		unix.Close(fd)
+		return -1, errMountGone
+	}
+	return fd, nil
 }
 
 // detach unmounts dir lazily (MNT_DETACH), through fusermount3 when
