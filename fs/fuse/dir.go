@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -16,16 +17,46 @@ const (
 	dotdotCookie = 2
 )
 
-// OpenDir keeps no state: a listing is resumed from its offset alone, so
-// there is nothing to allocate, look up or release per open directory.
+// dirListing is an open directory: where its listing ends. end is the
+// cookie the directory gave its next entry when the listing started (its
+// first READDIR, or one from offset 0 after a rewinddir), 0 before that;
+// entries added later are not listed. Without the bound a name removed
+// and added again behind the reader (a new cookie) would be listed
+// twice, and a listing under constant churn would not end. btrfs bounds
+// its listings the same way (the directory's last index at opendir).
+type dirListing struct {
+	end atomic.Uint64
+}
+
 func (fs *fileSystem) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	start := fs.begin(opOpenDir)
+	out.Fh = fs.dirs.add(new(dirListing))
 	return fs.done(opOpenDir, start, in.NodeId, nil)
 }
 
 func (fs *fileSystem) ReleaseDir(in *fuse.ReleaseIn) {
 	start := fs.begin(opReleaseDir)
+	fs.dirs.remove(in.Fh)
 	fs.stats.end(opReleaseDir, start, false)
+}
+
+// listingEnd returns the bound of the listing READDIR in continues,
+// fixing it when the listing starts; 0 (no bound) for a handle the
+// adapter did not give.
+func (fs *fileSystem) listingEnd(in *fuse.ReadIn) (uint64, error) {
+	l := fs.dirs.get(in.Fh)
+	if l == nil {
+		return 0, nil
+	}
+	if end := l.end.Load(); end != 0 && in.Offset != 0 {
+		return end, nil
+	}
+	end, err := fs.vol.DirEnd(volume.Ino(in.NodeId))
+	if err != nil {
+		return 0, err
+	}
+	l.end.Store(end)
+	return end, nil
 }
 
 func (fs *fileSystem) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
@@ -60,9 +91,12 @@ func (fs *fileSystem) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirE
 	if !fs.dots(in, out.AddDirEntry) {
 		return fs.done(opReadDir, start, in.NodeId, nil)
 	}
-	err := fs.vol.ReadDir(volume.Ino(in.NodeId), in.Offset, func(e volume.DirEntry) bool {
-		return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode, Off: e.Cookie})
-	})
+	end, err := fs.listingEnd(in)
+	if err == nil {
+		err = fs.vol.ReadDir(volume.Ino(in.NodeId), in.Offset, end, func(e volume.DirEntry) bool {
+			return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode, Off: e.Cookie})
+		})
+	}
 	return fs.done(opReadDir, start, in.NodeId, err)
 }
 
@@ -76,13 +110,16 @@ func (fs *fileSystem) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.
 	if !fs.dots(in, func(e fuse.DirEntry) bool { return out.AddDirLookupEntry(e) != nil }) {
 		return fs.done(opReadDirPlus, start, in.NodeId, nil)
 	}
-	err := fs.vol.ReadDirPlus(volume.Ino(in.NodeId), in.Offset, func(e volume.DirEntry, a volume.Attr) bool {
-		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode, Off: e.Cookie})
-		if eo == nil {
-			return false
-		}
-		fs.setEntry(eo, &a)
-		return true
-	})
+	end, err := fs.listingEnd(in)
+	if err == nil {
+		err = fs.vol.ReadDirPlus(volume.Ino(in.NodeId), in.Offset, end, func(e volume.DirEntry, a volume.Attr) bool {
+			eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode, Off: e.Cookie})
+			if eo == nil {
+				return false
+			}
+			fs.setEntry(eo, &a)
+			return true
+		})
+	}
 	return fs.done(opReadDirPlus, start, in.NodeId, err)
 }

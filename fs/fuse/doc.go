@@ -15,9 +15,13 @@
 // cached inode costs the adapter nothing.
 //
 // The adapter's state is the table of open files (OpenOut.Fh is an index
-// into it, see handles.go) and the request counters. Directories are opened
-// statelessly: a listing resumes from its offset, which is the volume's
-// readdir cookie ("." and ".." are the adapter's, at offsets 1 and 2).
+// into it, see handles.go), one of open directories, and the request
+// counters. A listing resumes from its offset, which is the volume's
+// readdir cookie ("." and ".." are the adapter's, at offsets 1 and 2); an
+// open directory holds only where its listing ends: the directory's next
+// cookie when the listing started, so entries added meanwhile are left out
+// (a name removed and added again behind the reader would otherwise be
+// listed twice, and a listing under constant churn would not end).
 //
 // # Mounting
 //

@@ -21,7 +21,8 @@ type fileSystem struct {
 	devFd   int // device file descriptor for zero-copy reads; -1 if none
 	opts    Options
 	log     logrus.FieldLogger
-	files   handleTable
+	files   handleTable[volume.Handle]
+	dirs    handleTable[dirListing]
 	inodes  *inodeFiles // no-open mode's open files, by inode; nil otherwise
 	stats   *counters
 	entryTO timeout

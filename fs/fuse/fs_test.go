@@ -239,7 +239,7 @@ func TestPermitted(t *testing.T) {
 }
 
 func TestHandleTable(t *testing.T) {
-	var tab handleTable
+	var tab handleTable[volume.Handle]
 	a, b := new(volume.Handle), new(volume.Handle)
 	fa, fb := tab.add(a), tab.add(b)
 	if fa == 0 || fb == 0 || fa == fb || tab.get(fa) != a || tab.get(fb) != b {
@@ -445,6 +445,97 @@ func TestReadDirPlusReferences(t *testing.T) {
 		if _, err := fs.vol.GetAttr(volume.Ino(ino)); err == nil {
 			t.Errorf("inode %d alive after its last FORGET", ino)
 		}
+	}
+}
+
+// readDirBatch is one READDIR on handle fh from off, in a request of size
+// bytes; it returns the names and the offset to continue from (off when
+// the listing is at its end).
+func (fs *testFS) readDirBatch(t testing.TB, fh, off uint64, size int) ([]string, uint64) {
+	t.Helper()
+	out := fuse.NewDirEntryList(make([]byte, size), off)
+	in := fuse.ReadIn{InHeader: header(1), Fh: fh, Offset: off, Size: uint32(size)}
+	if st := fs.ReadDir(nil, &in, out); st != fuse.OK {
+		t.Fatal(st)
+	}
+	var names []string
+	for b := out.Bytes(); len(b) > 0; {
+		var name string
+		name, off, b = parseDirent(b)
+		names = append(names, name)
+	}
+	return names, off
+}
+
+// TestListingEndsWhereItStarted: an open directory lists the entries it
+// had when its listing started, each once, whatever is added meanwhile;
+// a name removed and added again behind the reader is not listed again,
+// and one removed and added again ahead of it is a new entry, left out
+// too. A listing restarted from offset 0 (rewinddir) shows everything.
+func TestListingEndsWhereItStarted(t *testing.T) {
+	fs := newTestFS(t)
+	name := func(i int) string { return fmt.Sprintf("f%02d", i) }
+	churn := func(n string) {
+		h := header(1)
+		if st := fs.Unlink(nil, &h, n); st != fuse.OK {
+			t.Fatal(st)
+		}
+		fs.Forget(fs.mkfile(t, 1, n).NodeId, 1)
+	}
+	for i := range 40 {
+		fs.Forget(fs.mkfile(t, 1, name(i)).NodeId, 1)
+	}
+	var o fuse.OpenOut
+	if st := fs.OpenDir(nil, &fuse.OpenIn{InHeader: header(1)}, &o); st != fuse.OK || o.Fh == 0 {
+		t.Fatalf("OPENDIR: %v, handle %d", st, o.Fh)
+	}
+	seen := map[string]int{}
+	first, off := fs.readDirBatch(t, o.Fh, 0, 256)
+	if len(first) < 4 || len(first) > 20 {
+		t.Fatalf("first batch of 256 bytes: %d entries", len(first))
+	}
+	for _, n := range first {
+		seen[n]++
+	}
+	churn(first[2]) // listed already
+	churn(name(39)) // not listed yet
+	fs.Forget(fs.mkfile(t, 1, "new").NodeId, 1)
+	for {
+		names, next := fs.readDirBatch(t, o.Fh, off, 256)
+		if len(names) == 0 {
+			break
+		}
+		for _, n := range names {
+			seen[n]++
+		}
+		off = next
+	}
+	for n, c := range seen {
+		if c != 1 {
+			t.Errorf("%s listed %d times", n, c)
+		}
+	}
+	if seen[name(39)] != 0 || seen["new"] != 0 || len(seen) != 2+39 {
+		t.Errorf("listing after the changes: %d names, %s %d times, new %d times; want 41, 0, 0", len(seen), name(39), seen[name(39)], seen["new"])
+	}
+	// rewinddir: the kernel asks from offset 0 again on the same handle.
+	all := map[string]bool{}
+	for off := uint64(0); ; {
+		names, next := fs.readDirBatch(t, o.Fh, off, 256)
+		if len(names) == 0 {
+			break
+		}
+		for _, n := range names {
+			all[n] = true
+		}
+		off = next
+	}
+	if len(all) != 2+41 || !all[name(39)] || !all["new"] {
+		t.Errorf("listing after rewind: %d names, want 43 with %s and new", len(all), name(39))
+	}
+	fs.ReleaseDir(&fuse.ReleaseIn{InHeader: header(1), Fh: o.Fh})
+	if fs.dirs.get(o.Fh) != nil {
+		t.Error("RELEASEDIR kept the listing")
 	}
 }
 

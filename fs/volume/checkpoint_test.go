@@ -64,7 +64,7 @@ func TestConcurrentCheckpoint(t *testing.T) {
 	ok(t, opErr)
 	ok(t, v.Sync())
 	want := map[string][]byte{}
-	ok(t, v.ReadDir(RootIno, 0, func(e DirEntry) bool {
+	ok(t, v.ReadDir(RootIno, 0, 0, func(e DirEntry) bool {
 		i, _ := strconv.Atoi(e.Name[1:])
 		want[e.Name] = data(i)
 		return true

@@ -22,7 +22,7 @@ func TestReadDirCookies(t *testing.T) {
 			removed, added := 0, 0
 			for {
 				got := 0
-				ok(t, v.ReadDir(d.Ino, cookie, func(e DirEntry) bool {
+				ok(t, v.ReadDir(d.Ino, cookie, 0, func(e DirEntry) bool {
 					seen[e.Name]++
 					cookie = e.Cookie
 					got++
@@ -48,7 +48,7 @@ func TestReadDirCookies(t *testing.T) {
 				}
 			}
 			// Every entry present from start to end was listed.
-			ok(t, v.ReadDir(d.Ino, 0, func(e DirEntry) bool {
+			ok(t, v.ReadDir(d.Ino, 0, 0, func(e DirEntry) bool {
 				if len(e.Name) > 1 && e.Name[0] == 'f' && seen[e.Name] == 0 {
 					t.Fatalf("%q skipped", e.Name)
 				}

@@ -59,7 +59,9 @@
 // and ".." itself and may use cookies 1 and 2 for them; stored entries get
 // cookies from 3 up, increasing per directory, and keep them until removed
 // (RenameExchange keeps both names' cookies). A listing resumed from a cookie
-// never returns an entry twice nor skips one present throughout. Lookup
+// never returns an entry twice nor skips one present throughout; one
+// bounded by the DirEnd of its start returns no entry added after it, so
+// it ends even under constant churn. Lookup
 // accepts "." and ".." (the NFS-style lookup of a parent). After a remount
 // a directory's next cookie restarts above its highest live one.
 //

@@ -110,6 +110,6 @@ func ok(t testing.TB, err error) {
 func names(t testing.TB, v *Volume, ino Ino) []string {
 	t.Helper()
 	var out []string
-	ok(t, v.ReadDir(ino, 0, func(e DirEntry) bool { out = append(out, e.Name); return true }))
+	ok(t, v.ReadDir(ino, 0, 0, func(e DirEntry) bool { out = append(out, e.Name); return true }))
 	return out
 }

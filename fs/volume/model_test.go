@@ -155,7 +155,7 @@ func volumeDump(v *Volume) (string, error) {
 			return nil
 		}
 		kids := map[string]Ino{}
-		if err := v.ReadDir(ino, 0, func(e DirEntry) bool { kids[e.Name] = e.Ino; return true }); err != nil {
+		if err := v.ReadDir(ino, 0, 0, func(e DirEntry) bool { kids[e.Name] = e.Ino; return true }); err != nil {
 			return err
 		}
 		for _, k := range slices.Sorted(maps.Keys(kids)) {

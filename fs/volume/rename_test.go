@@ -78,7 +78,7 @@ func TestRenameExchange(t *testing.T) {
 	d := must[Attr](t)(v.Mkdir(root, a.Ino, "d", 0o755))
 	f := must[Attr](t)(v.Mknod(root, RootIno, "f", 0o644, 0))
 	var before []DirEntry
-	ok(t, v.ReadDir(RootIno, 0, func(e DirEntry) bool { before = append(before, e); return true }))
+	ok(t, v.ReadDir(RootIno, 0, 0, func(e DirEntry) bool { before = append(before, e); return true }))
 
 	wantErrno(t, v.Rename(root, RootIno, "f", a.Ino, "nope", RenameExchange), syscall.ENOENT)
 	wantErrno(t, v.Rename(root, RootIno, "a", a.Ino, "d", RenameExchange), syscall.EINVAL)
@@ -99,7 +99,7 @@ func TestRenameExchange(t *testing.T) {
 		t.Fatalf("a nlink %d", n)
 	}
 	var after []DirEntry
-	ok(t, v.ReadDir(RootIno, 0, func(e DirEntry) bool { after = append(after, e); return true }))
+	ok(t, v.ReadDir(RootIno, 0, 0, func(e DirEntry) bool { after = append(after, e); return true }))
 	if len(after) != len(before) || after[1].Cookie != before[1].Cookie || after[1].Ino != d.Ino {
 		t.Fatalf("listing before %v, after %v", before, after)
 	}
