@@ -150,54 +150,155 @@ func NewCheckpointWriter(dev device.Device, opts CheckpointOptions) (*Checkpoint
 // Add appends one record. A record Validate rejects gives an error wrapping
 // ErrInvalid and leaves the checkpoint as it was. AddInode, AddDirent and
 // AddExtents do the same for the common types without boxing them.
-func (w *CheckpointWriter) Add(r Record) error {
-	if w.err != nil {
-		return w.err
-	}
-	if err := Validate(r); err != nil {
-		return err
-	}
-	w.enc = AppendRecord(w.enc[:0], r)
-	return w.addEncoded()
-}
+func (w *CheckpointWriter) Add(r Record) error { return w.add(appendChecked(w.enc[:0], r)) }
 
 // AddInode is Add for an inode record.
 func (w *CheckpointWriter) AddInode(r *InodeRec) error {
-	if err := w.ready(RecInode, checkIno(r.Ino)); err != nil {
-		return err
-	}
-	w.enc = AppendInode(w.enc[:0], r)
-	return w.addEncoded()
+	return w.add(appendInodeChecked(w.enc[:0], r))
 }
 
 // AddDirent is Add for a directory entry.
 func (w *CheckpointWriter) AddDirent(r *DirentRec) error {
-	if err := w.ready(RecDirent, r.check()); err != nil {
-		return err
-	}
-	w.enc = AppendDirent(w.enc[:0], r)
-	return w.addEncoded()
+	return w.add(appendDirentChecked(w.enc[:0], r))
 }
 
 // AddExtents is Add for an extent map.
 func (w *CheckpointWriter) AddExtents(r *ExtentsRec) error {
-	if err := w.ready(RecExtents, r.check()); err != nil {
-		return err
-	}
-	w.enc = AppendExtents(w.enc[:0], r)
-	return w.addEncoded()
+	return w.add(appendExtentsChecked(w.enc[:0], r))
 }
 
-// ready says why a record of type t cannot be added: an earlier error, or
-// why, what the record's check found wrong.
-func (w *CheckpointWriter) ready(t RecType, why string) error {
+// AddBuffer appends the records b holds, as if each had been added here.
+func (w *CheckpointWriter) AddBuffer(b *RecordBuffer) error {
 	if w.err != nil {
 		return w.err
 	}
-	if why != "" {
-		return invalid(t, why)
+	if b.err != nil {
+		return b.err
 	}
+	for _, c := range append(b.full, b.cur) {
+		if err := w.write(c); err != nil {
+			w.err = err
+			return err
+		}
+		w.crc = UpdateChecksum(w.crc, c)
+	}
+	w.payload += uint64(b.size)
+	w.records += b.records
 	return nil
+}
+
+// add appends the record an append*Checked call encoded into w.enc.
+func (w *CheckpointWriter) add(enc []byte, err error) error {
+	if w.err != nil {
+		return w.err
+	}
+	if err != nil {
+		return err
+	}
+	w.enc = enc
+	return w.addEncoded()
+}
+
+// RecordBuffer holds checkpoint records encoded in memory, checked as
+// CheckpointWriter checks them, for a writer to take whole (AddBuffer).
+// The volume encodes a periodic checkpoint in slices while it holds its
+// metadata lock, and writes it after letting go. A record that fails its
+// check is not kept and the buffer keeps the error: AddBuffer returns it.
+//
+// The records sit in chunks of 1 MiB: a buffer of 50 MB never copies
+// itself to grow, which would hold up the slice (and the lock) that made
+// it grow.
+type RecordBuffer struct {
+	full    [][]byte // filled chunks
+	cur     []byte   // the chunk being filled
+	enc     []byte   // one encoded record
+	size    int
+	records uint64
+	err     error
+}
+
+const recordChunk = 1 << 20
+
+// Add is CheckpointWriter.Add into the buffer.
+func (b *RecordBuffer) Add(r Record) error { return b.add(appendChecked(b.enc[:0], r)) }
+
+// AddInode is CheckpointWriter.AddInode into the buffer.
+func (b *RecordBuffer) AddInode(r *InodeRec) error {
+	return b.add(appendInodeChecked(b.enc[:0], r))
+}
+
+// AddDirent is CheckpointWriter.AddDirent into the buffer.
+func (b *RecordBuffer) AddDirent(r *DirentRec) error {
+	return b.add(appendDirentChecked(b.enc[:0], r))
+}
+
+// AddExtents is CheckpointWriter.AddExtents into the buffer.
+func (b *RecordBuffer) AddExtents(r *ExtentsRec) error {
+	return b.add(appendExtentsChecked(b.enc[:0], r))
+}
+
+// Len is the bytes of records held.
+func (b *RecordBuffer) Len() int { return b.size }
+
+// Bytes returns a copy of the records held, encoded.
+func (b *RecordBuffer) Bytes() []byte {
+	out := make([]byte, 0, b.size)
+	for _, c := range append(b.full, b.cur) {
+		out = append(out, c...)
+	}
+	return out
+}
+
+func (b *RecordBuffer) add(enc []byte, err error) error {
+	if b.err != nil {
+		return b.err
+	}
+	if err != nil {
+		b.err = err
+		return err
+	}
+	b.enc = enc
+	if len(b.cur)+len(enc) > cap(b.cur) {
+		if len(b.cur) > 0 {
+			b.full = append(b.full, b.cur)
+		}
+		b.cur = make([]byte, 0, max(recordChunk, len(enc)))
+	}
+	b.cur = append(b.cur, enc...)
+	b.size += len(enc)
+	b.records++
+	return nil
+}
+
+// appendChecked and the typed variants append r's encoding to dst after
+// the checks every checkpoint record passes; on failure dst is returned
+// as it was, with the error.
+func appendChecked(dst []byte, r Record) ([]byte, error) {
+	if err := Validate(r); err != nil {
+		return dst, err
+	}
+	return AppendRecord(dst, r), nil
+}
+
+func appendInodeChecked(dst []byte, r *InodeRec) ([]byte, error) {
+	if why := checkIno(r.Ino); why != "" {
+		return dst, invalid(RecInode, why)
+	}
+	return AppendInode(dst, r), nil
+}
+
+func appendDirentChecked(dst []byte, r *DirentRec) ([]byte, error) {
+	if why := r.check(); why != "" {
+		return dst, invalid(RecDirent, why)
+	}
+	return AppendDirent(dst, r), nil
+}
+
+func appendExtentsChecked(dst []byte, r *ExtentsRec) ([]byte, error) {
+	if why := r.check(); why != "" {
+		return dst, invalid(RecExtents, why)
+	}
+	return AppendExtents(dst, r), nil
 }
 
 // addEncoded appends the record encoded in w.enc.

@@ -256,3 +256,114 @@ func BenchmarkCheckpoint(b *testing.B) {
 		})
 	}
 }
+
+// TestRecordBuffer: records encoded into buffers and added whole, between
+// records added directly, read back as the same stream; a record that
+// fails its check is not kept, and the buffer hands its error to the
+// writer.
+func TestRecordBuffer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	recs := sampleRecords()
+	for range 500 {
+		recs = append(recs, randomRecord(rng))
+	}
+	dev := device.NewMem(16 << 20)
+	a := newBumpAlloc(100, 5)
+	w, err := NewCheckpointWriter(dev, CheckpointOptions{BlockSize: 512, Alloc: a.alloc, Free: a.free, BufferSize: 700})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b *RecordBuffer
+	for i, r := range recs {
+		switch i % 7 {
+		case 0, 1, 2: // into the current buffer
+			if b == nil {
+				b = new(RecordBuffer)
+			}
+			if err := b.Add(r); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if b != nil {
+				if err := w.AddBuffer(b); err != nil {
+					t.Fatal(err)
+				}
+				b = nil
+			}
+			if err := w.Add(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if b != nil {
+		if err := w.AddBuffer(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ri, err := readAll(dev, info, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(recs) || ri.Records != uint64(len(recs)) || ri.PayloadLen != info.PayloadLen {
+		t.Fatalf("read %d records (%+v), wrote %d", len(got), ri, len(recs))
+	}
+	for i := range recs {
+		if !sameRecord(got[i], recs[i]) {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+
+	// Past a chunk: 1.5 MB of records in one buffer.
+	var big RecordBuffer
+	var bigRecs []Record
+	for i := range 30 {
+		r := XattrSetRec{Ino: uint64(10 + i), Name: "user.big", Value: make([]byte, 50<<10)}
+		r.Value[i] = byte(i)
+		bigRecs = append(bigRecs, r)
+		if err := big.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(big.full) == 0 {
+		t.Fatalf("%d bytes in one chunk", big.Len())
+	}
+	dev2 := device.NewMem(16 << 20)
+	wb, err := NewCheckpointWriter(dev2, CheckpointOptions{BlockSize: 4096, Alloc: a.alloc, Free: a.free})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.AddBuffer(&big); err != nil {
+		t.Fatal(err)
+	}
+	binfo, err := wb.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := readAll(dev2, binfo, 4096); err != nil || len(got) != len(bigRecs) || !sameRecord(got[29], bigRecs[29]) {
+		t.Fatalf("a buffer of chunks read back as %d records (%v), want %d", len(got), err, len(bigRecs))
+	}
+
+	var bad RecordBuffer
+	if err := bad.AddInode(&InodeRec{Ino: 5, Mode: syscall.S_IFREG | 0o644, Nlink: 1}); err != nil {
+		t.Fatal(err)
+	}
+	n := bad.Len()
+	if err := bad.AddDirent(&DirentRec{Parent: 1, Ino: 5, Cookie: 3, Name: "a/b"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("entry named a/b: %v, want ErrInvalid", err)
+	}
+	if bad.Len() != n {
+		t.Errorf("a refused record grew the buffer from %d to %d bytes", n, bad.Len())
+	}
+	w2, err := NewCheckpointWriter(dev, CheckpointOptions{BlockSize: 512, Alloc: a.alloc, Free: a.free})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Abort()
+	if err := w2.AddBuffer(&bad); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AddBuffer of a buffer that refused a record: %v, want ErrInvalid", err)
+	}
+}

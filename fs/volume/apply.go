@@ -17,6 +17,9 @@ import (
 // applied (live operations validate first, so for them that is a bug).
 // Freeing data blocks is the caller's business: apply touches metadata only.
 func (v *Volume) apply(r format.Record) error {
+	if v.snap != nil {
+		v.snap.before(v, r)
+	}
 	switch r := r.(type) {
 	// format.ScanCheckpoint and TxnScanner hand the common records over
 	// by pointer.

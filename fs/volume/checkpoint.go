@@ -1,12 +1,10 @@
 package volume
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
+	"math"
 
 	"github.com/smallfs/smallfs/alloc"
-	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
 	"github.com/smallfs/smallfs/fs/journal"
 )
@@ -53,50 +51,127 @@ func (v *Volume) writeSuperblock(sb *format.Superblock) error {
 // checkpoint writes the whole committed metadata as a new checkpoint and
 // points a superblock at it, so that the log before it can be reused; with
 // clean, the superblock also says that nothing needs replaying. v.mu is
-// held, for reading at least: no transaction is appended meanwhile.
+// held for writing: no transaction is appended meanwhile.
 //
 // It holds the metadata lock across its device writes, so changes wait
-// for it: it is for Close and a full log. The periodic commit uses
-// checkpointConcurrent.
+// for it: it is for Close and a full log. It supersedes a periodic
+// checkpoint being encoded (checkpointConcurrent), which it cancels.
 func (v *Volume) checkpoint(clean bool) error {
+	if s := v.snap; s != nil {
+		s.cancelled = true
+		v.snap = nil
+	}
 	v.ckptMu.Lock()
 	defer v.ckptMu.Unlock()
-	d, err := v.draft(v.dev)
+	d := draft{nextIno: uint64(v.inodes.next)}
+	d.pos, d.seq = v.j.Mark()
+	w, err := v.checkpointWriter(&d, v.nextGen, 128*(v.inodes.used+16))
 	if err != nil {
 		return err
+	}
+	if err := v.records(w); err != nil {
+		w.Abort()
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if d.info, err = w.Finish(); err != nil {
+		w.Abort()
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return v.publish(d, clean)
 }
 
-// checkpointConcurrent is the periodic checkpoint. It encodes the metadata
-// under the read lock into memory (about 50 bytes per file, for the time
-// of the write), releases the lock, and only then writes it and the
-// superblock: changes wait for the encoding, never for the device. That
-// is safe because the superblock it writes starts replay where the log
-// stood at the encoding (journal.Mark), so transactions appended meanwhile
-// are replayed over it, and a block they free is reused only once their
-// transaction is durable in that log. A full log (commit) or Close
-// meanwhile waits for v.ckptMu; so does Check, which must not see the
-// draft's blocks owned by nothing.
+// checkpointConcurrent is the periodic checkpoint. It holds the metadata
+// as it was when it started, encoded into memory in slices that each hold
+// the read lock for a millisecond or two (ckptSnapshot: changes meanwhile
+// save what they overwrite first), then writes it and the superblock
+// without the lock: changes wait for neither the encoding nor the device.
+// That is safe because the superblock it writes starts replay where the
+// log stood at the start (journal.Mark), so transactions appended
+// meanwhile are replayed over it, and a block they free is reused only
+// once their transaction is durable in that log. A checkpoint under the
+// write lock meanwhile (full log) cancels it; Check waits for v.ckptMu,
+// which it holds from the end of the encoding to the superblock, so
+// Check never sees its blocks owned by nothing.
 func (v *Volume) checkpointConcurrent() error {
-	v.mu.RLock()
-	if v.closed {
-		v.mu.RUnlock()
-		return nil
+	return v.snapshotCheckpoint(snapshotBudget, nil)
+}
+
+// snapshotCheckpoint is checkpointConcurrent, spending budget per hold of
+// the read lock and calling between (if set) before each: tests change
+// the metadata there.
+func (v *Volume) snapshotCheckpoint(budget int, between func()) error {
+	enc, err := v.encodeSnapshot(budget, between)
+	if err != nil || enc == nil {
+		return err
 	}
-	v.ckptMu.Lock() // inside v.mu, as everywhere
+	return v.writeSnapshot(enc)
+}
+
+// writeSnapshot writes an encoded snapshot and makes it current, then
+// releases v.ckptMu, which encodeSnapshot returned held.
+func (v *Volume) writeSnapshot(enc *encodedSnapshot) error {
 	defer v.ckptMu.Unlock()
-	mem := &capture{Device: v.dev}
-	d, err := v.draft(mem)
-	v.mu.RUnlock()
+	w, err := v.checkpointWriter(&enc.d, enc.nextGen, uint64(enc.buf.Len()))
 	if err != nil {
 		return err
 	}
-	if err := mem.writeTo(v.dev); err != nil {
-		v.releaseAll(d.extents)
+	if err := w.AddBuffer(&enc.buf); err != nil {
+		w.Abort()
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	return v.publish(d, false)
+	if enc.d.info, err = w.Finish(); err != nil {
+		w.Abort()
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return v.publish(enc.d, false)
+}
+
+// encodedSnapshot is a periodic checkpoint encoded and not yet written.
+type encodedSnapshot struct {
+	buf     format.RecordBuffer
+	d       draft
+	nextGen uint64
+	saved   int // inodes and directories saved by changes meanwhile
+}
+
+// encodeSnapshot encodes the metadata as it is now, in slices (see
+// ckptSnapshot). It returns with v.ckptMu held, or nil if the volume is
+// closed or a checkpoint under the write lock cancelled it meanwhile.
+func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, error) {
+	v.mu.Lock()
+	if v.closed || v.snap != nil {
+		v.mu.Unlock()
+		return nil, nil
+	}
+	s := newSnapshot(v.inodes.next)
+	enc := &encodedSnapshot{d: draft{nextIno: uint64(v.inodes.next)}, nextGen: v.nextGen}
+	enc.d.pos, enc.d.seq = v.j.Mark()
+	v.snap = s
+	v.mu.Unlock()
+	for done := false; !done; {
+		if between != nil {
+			between()
+		}
+		v.mu.RLock()
+		if s.cancelled {
+			v.mu.RUnlock()
+			return nil, nil
+		}
+		var err error
+		done, err = s.encode(v, &enc.buf, budget)
+		if err != nil || done {
+			v.snap = nil
+			enc.saved = s.saved
+		}
+		if done && err == nil {
+			v.ckptMu.Lock() // inside v.mu, as everywhere
+		}
+		v.mu.RUnlock()
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	return enc, nil
 }
 
 // draft is a checkpoint written and not yet current.
@@ -108,15 +183,13 @@ type draft struct {
 	nextIno uint64
 }
 
-// draft writes the committed metadata to dev as a checkpoint in freshly
-// allocated blocks (v.mu held, for reading at least, and v.ckptMu).
-func (v *Volume) draft(dev device.Device) (draft, error) {
-	d := draft{nextIno: uint64(v.inodes.next)}
-	d.pos, d.seq = v.j.Mark()
-	w, err := format.NewCheckpointWriter(dev, format.CheckpointOptions{
+// checkpointWriter starts writing checkpoint d to the device, in blocks
+// it allocates and records in d.extents (v.ckptMu held).
+func (v *Volume) checkpointWriter(d *draft, nextGen, sizeHint uint64) (*format.CheckpointWriter, error) {
+	w, err := format.NewCheckpointWriter(v.dev, format.CheckpointOptions{
 		BlockSize: uint32(v.blockSize),
 		NextSeq:   d.seq,
-		NextGen:   v.nextGen,
+		NextGen:   nextGen,
 		Alloc: func(n uint64) (uint64, uint64, error) {
 			var none uint64
 			e, err := v.space.alloc(v.dataStart, n, &none)
@@ -130,20 +203,12 @@ func (v *Volume) draft(dev device.Device) (draft, error) {
 			v.releaseAll([]alloc.Extent{{Off: start, Len: n}})
 			d.extents = trimExtents(d.extents, alloc.Extent{Off: start, Len: n})
 		},
-		SizeHint: 128 * (v.inodes.used + 16),
+		SizeHint: sizeHint,
 	})
 	if err != nil {
-		return d, fmt.Errorf("checkpoint: %w", err)
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := v.records(w); err != nil {
-		w.Abort()
-		return d, fmt.Errorf("checkpoint: %w", err)
-	}
-	if d.info, err = w.Finish(); err != nil {
-		w.Abort()
-		return d, fmt.Errorf("checkpoint: %w", err)
-	}
-	return d, nil
+	return w, nil
 }
 
 // publish makes a written draft current: a superblock names it (after a
@@ -175,40 +240,6 @@ func (v *Volume) publish(d draft, clean bool) error {
 	return nil
 }
 
-// capture is a device that keeps the writes made to it in memory, for
-// writeTo to apply later; it cannot be read.
-type capture struct {
-	device.Device // the real device: Size
-	writes        []capturedWrite
-}
-
-type capturedWrite struct {
-	off int64
-	p   []byte
-}
-
-func (c *capture) WriteAt(p []byte, off int64) (int, error) {
-	c.writes = append(c.writes, capturedWrite{off, bytes.Clone(p)})
-	return len(p), nil
-}
-
-func (c *capture) ReadAt([]byte, int64) (int, error) {
-	return 0, errors.New("checkpoint capture: not readable")
-}
-
-func (c *capture) Flush() error { return nil }
-func (c *capture) Close() error { return nil }
-
-// writeTo applies the captured writes to dev, in order.
-func (c *capture) writeTo(dev device.Device) error {
-	for _, w := range c.writes {
-		if _, err := dev.WriteAt(w.p, w.off); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // trimExtents removes the blocks of f from es (f lies inside one of them,
 // at its end: the unused tail a checkpoint writer gives back).
 func trimExtents(es []alloc.Extent, f alloc.Extent) []alloc.Extent {
@@ -231,65 +262,11 @@ func trimExtents(es []alloc.Extent, f alloc.Extent) []alloc.Extent {
 // records writes to w the records that rebuild the committed metadata:
 // every inode with its data, symlink target and xattrs first, then every
 // directory's entries in cookie order, so an entry always follows both its
-// inodes (v.mu held). The inode, entry and extent records, one or two per
-// file, go through the writer's unboxed methods from one reused struct
-// each: no allocation per file, and this runs under the metadata lock.
-func (v *Volume) records(w *format.CheckpointWriter) error {
-	var (
-		err error
-		ir  format.InodeRec
-		er  format.ExtentsRec
-		dr  format.DirentRec
-	)
-	v.inodes.all(func(ino Ino, n *inode) bool {
-		n.recordInto(ino, &ir)
-		if err = w.AddInode(&ir); err == nil && n.x != nil {
-			err = v.inodeExtRecords(w, ino, n, &er)
-		}
-		return err == nil
-	})
-	if err != nil {
-		return err
-	}
-	v.inodes.all(func(ino Ino, n *inode) bool {
-		d := n.dirOf()
-		if d == nil {
-			return true
-		}
-		dr.Parent = uint64(ino)
-		for _, e := range d.ents {
-			if e.name == "" {
-				continue
-			}
-			dr.Ino, dr.Cookie, dr.Name = uint64(e.ino), e.cookie, e.name
-			if err = w.AddDirent(&dr); err != nil {
-				return false
-			}
-		}
-		return true
-	})
-	return err
-}
-
-// inodeExtRecords writes what hangs off one inode's extension: its data
-// or symlink target, and its xattrs.
-func (v *Volume) inodeExtRecords(w *format.CheckpointWriter, ino Ino, n *inode, er *format.ExtentsRec) error {
-	x := n.x
-	var err error
-	switch {
-	case n.isLink():
-		err = w.Add(format.SymlinkRec{Ino: uint64(ino), Target: x.target})
-	case x.inline != nil:
-		err = w.Add(format.InlineRec{Ino: uint64(ino), Data: x.inline})
-	case x.extents != nil:
-		er.Ino, er.Extents = uint64(ino), x.extents
-		err = w.AddExtents(er)
-	}
-	for _, a := range x.xattrs {
-		if err != nil {
-			break
-		}
-		err = w.Add(format.XattrSetRec{Ino: uint64(ino), Name: a.name, Value: a.value})
-	}
+// inodes (v.mu held). It is a snapshot encoded in one slice: the inode,
+// entry and extent records, one or two per file, go through the writer's
+// unboxed methods from one reused struct each, with no allocation per
+// file.
+func (v *Volume) records(w recordSink) error {
+	_, err := newSnapshot(v.inodes.next).encode(v, w, math.MaxInt)
 	return err
 }

@@ -226,18 +226,24 @@ func (d *dir) removeAt(p int, name string) {
 
 // compact drops the holes, and the hash index once the directory is small.
 func (d *dir) compact() {
-	live := make([]dent, 0, d.live+d.live/4)
-	for _, e := range d.ents {
-		if e.name != "" {
-			live = append(live, e)
-		}
-	}
-	d.ents = live
+	d.ents = d.liveEntries(d.live / 4)
 	if d.live <= smallDir/2 {
 		d.index, d.clash = nil, nil
 	} else if d.index != nil {
 		d.reindex()
 	}
+}
+
+// liveEntries returns a copy of the entries, in cookie order, without
+// the holes, with room for extra more.
+func (d *dir) liveEntries(extra int) []dent {
+	live := make([]dent, 0, d.live+extra)
+	for _, e := range d.ents {
+		if e.name != "" {
+			live = append(live, e)
+		}
+	}
+	return live
 }
 
 // from returns the position of the first entry with a cookie above cookie.

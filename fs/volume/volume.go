@@ -41,6 +41,7 @@ type Volume struct {
 	sb      format.Superblock // the newest superblock written
 	refs    [2]ckptRef        // the checkpoint each superblock slot names
 	pending ckptRef           // the checkpoint being made current
+	snap    *ckptSnapshot     // the periodic checkpoint being encoded, if any (v.mu)
 	stop    chan struct{}     // closed to stop the periodic commit
 	stopped chan struct{}     // closed when it has stopped
 	// unsynced is the bytes written back since the last commit (data
