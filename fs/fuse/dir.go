@@ -31,6 +31,7 @@ type dirListing struct {
 func (fs *fileSystem) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	start := fs.begin(opOpenDir)
 	out.Fh = fs.dirs.add(new(dirListing))
+	fs.accessed(in.NodeId, fs.dirAtime)
 	return fs.done(opOpenDir, start, in.NodeId, nil)
 }
 

@@ -49,7 +49,11 @@
 // noatime, relatime, sync, dirsync, ...; nosuid and nodev unless
 // Options.Suid or Dev) are applied by the mount itself, never by a remount:
 // as MS_* bits to mount(2) when the process may mount, and as option names
-// to fusermount3 when mount(2) says EPERM (mountflags.go).
+// to fusermount3 when mount(2) says EPERM (mountflags.go). The access
+// time flags are also the adapter's to apply, since the kernel leaves a
+// FUSE inode's access time alone: OPEN of a file for reading, and
+// OPENDIR, call volume Accessed with the policy the flags give (relatime
+// unless noatime or strictatime; nodiratime for directories).
 //
 // Security labels and ACLs are not supported unless Options.SecurityLabels:
 // every xattr call in the security. and system.posix_acl_ namespaces fails

@@ -1,6 +1,8 @@
 package fuse
 
 import (
+	"errors"
+	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -28,6 +30,8 @@ type fileSystem struct {
 	entryTO timeout
 	attrTO  timeout
 	negTO   timeout
+	// When an open for reading, or a listing, updates the access time.
+	fileAtime, dirAtime volume.AtimePolicy
 }
 
 // timeout is a cache lifetime split the way the kernel wants it, computed
@@ -56,6 +60,7 @@ func newFileSystem(vol *volume.Volume, dev device.Device, o Options) *fileSystem
 	if o.NoOpen {
 		fs.inodes = newInodeFiles(o.NoOpenFiles)
 	}
+	fs.fileAtime, fs.dirAtime = o.atimePolicies()
 	if fd, ok := dev.(device.FdDevice); ok {
 		fs.devFd = int(fd.Fd())
 	}
@@ -140,4 +145,14 @@ func splitTime(ns int64) (uint64, uint32) {
 // joinTime is splitTime's inverse.
 func joinTime(sec uint64, nsec uint32) int64 {
 	return int64(sec)*1e9 + int64(nsec)
+}
+
+// accessed updates ino's access time for a read or a listing under
+// policy. It is a courtesy: a failure (a full log, a device error) is
+// logged and the access goes on.
+func (fs *fileSystem) accessed(ino uint64, policy volume.AtimePolicy) {
+	// An inode gone meanwhile (an open directory removed) has no time to keep.
+	if _, err := fs.vol.Accessed(volume.Ino(ino), policy); err != nil && !errors.Is(err, syscall.ENOENT) {
+		fs.log.WithError(err).WithField("ino", ino).Warn("access time not updated")
+	}
 }

@@ -683,14 +683,18 @@ func TestMountFlags(t *testing.T) {
 			[]string{"nosuid", "nodev", "noexec", "sync", "noatime"}},
 		{Options{Suid: true, Dev: true, MountFlags: syscall.MS_RDONLY | syscall.MS_DIRSYNC},
 			syscall.MS_RDONLY | syscall.MS_DIRSYNC, []string{"ro", "dirsync", "suid", "dev"}},
-		{Options{Suid: true, Dev: true}, 0, []string{"suid", "dev"}},
+		{Options{MountFlags: syscall.MS_STRICTATIME | msLazytime},
+			syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_STRICTATIME | msLazytime,
+			[]string{"nosuid", "nodev", "strictatime", "lazytime"}},
+		// No flags at all: MS_MGC_VAL alone keeps go-fuse's defaults off.
+		{Options{Suid: true, Dev: true}, syscall.MS_MGC_VAL, []string{"suid", "dev"}},
 	} {
 		o, err := c.opts.withDefaults()
 		if err != nil {
 			t.Fatalf("%+v: %v", c.opts, err)
 		}
-		if got := o.mountOptions(true); got.DirectMountFlags != c.bits|syscall.MS_MGC_VAL || !got.DirectMountStrict {
-			t.Errorf("flags %#x: mount(2) gets %#x, want %#x", c.opts.MountFlags, got.DirectMountFlags, c.bits|syscall.MS_MGC_VAL)
+		if got := o.mountOptions(true); got.DirectMountFlags != c.bits || !got.DirectMountStrict {
+			t.Errorf("flags %#x: mount(2) gets %#x, want %#x", c.opts.MountFlags, got.DirectMountFlags, c.bits)
 		}
 		var names []string
 		for _, n := range o.mountOptions(false).Options {

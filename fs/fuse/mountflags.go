@@ -6,6 +6,8 @@ import (
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/smallfs/smallfs/fs/volume"
 )
 
 // Generic mount flags are applied by the mount itself: mount(2) gets them
@@ -82,9 +84,15 @@ func (o *Options) applyMountFlags(mo *fuse.MountOptions, direct bool) {
 	flags := o.mountFlags()
 	if direct {
 		mo.DirectMountStrict = true
-		// MS_MGC_VAL is ignored by the kernel; it keeps go-fuse from
-		// replacing zero flags with its default nosuid,nodev.
-		mo.DirectMountFlags = flags | syscall.MS_MGC_VAL
+		mo.DirectMountFlags = flags
+		if flags == 0 {
+			// go-fuse replaces zero flags with its default nosuid,nodev;
+			// MS_MGC_VAL, which the kernel strips, keeps them zero. Only
+			// alone: the kernel recognises it by the upper 16 bits, where
+			// MS_RELATIME, MS_STRICTATIME and MS_LAZYTIME live, and with
+			// any of them set refused the mount (EINVAL).
+			mo.DirectMountFlags = syscall.MS_MGC_VAL
+		}
 		return
 	}
 	for _, f := range mountFlagNames {
@@ -98,4 +106,25 @@ func (o *Options) applyMountFlags(mo *fuse.MountOptions, direct bool) {
 	if o.Dev {
 		mo.Options = append(mo.Options, "dev")
 	}
+}
+
+// atimePolicies says when accesses update access times, from the mount
+// flags as Linux reads them: strictatime, noatime, else relatime (the
+// default); nodiratime spares directories; a read-only mount changes
+// nothing. The kernel leaves a FUSE inode's access time to the daemon.
+func (o *Options) atimePolicies() (files, dirs volume.AtimePolicy) {
+	f := o.MountFlags
+	switch {
+	case o.ReadOnly || f&syscall.MS_NOATIME != 0:
+		files = volume.AtimeNever
+	case f&syscall.MS_STRICTATIME != 0:
+		files = volume.AtimeStrict
+	default:
+		files = volume.AtimeRelative
+	}
+	dirs = files
+	if f&syscall.MS_NODIRATIME != 0 {
+		dirs = volume.AtimeNever
+	}
+	return files, dirs
 }
