@@ -35,6 +35,7 @@ import "strconv"
 //	(*Volume) Forget(ino Ino, n uint64)
 //	(*Volume) GetAttr(ino Ino) (Attr, error)
 //	(*Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error)
+//	(*Volume) Accessed(ino Ino, policy AtimePolicy) (bool, error) // a read or listing: atime per relatime/strictatime/noatime
 //	(*Volume) Mknod(ctx Context, parent Ino, name string, mode, rdev uint32) (Attr, error)
 //	(*Volume) Mkdir(ctx Context, parent Ino, name string, mode uint32) (Attr, error)
 //	(*Volume) Symlink(ctx Context, parent Ino, name, target string) (Attr, error)
@@ -54,8 +55,9 @@ import "strconv"
 //	(*Handle) Fsync(datasync bool) error
 //	(*Handle) Release() error
 //	(*Volume) Fsync(ino Ino, datasync bool) error        // also for directories (fsyncdir)
-//	(*Volume) ReadDir(dir Ino, cookie uint64, fn func(DirEntry) bool) error
-//	(*Volume) ReadDirPlus(dir Ino, cookie uint64, fn func(DirEntry, Attr) bool) error // accepted entries count as lookups
+//	(*Volume) ReadDir(dir Ino, cookie, end uint64, fn func(DirEntry) bool) error // entries after cookie, below end (0: no bound)
+//	(*Volume) ReadDirPlus(dir Ino, cookie, end uint64, fn func(DirEntry, Attr) bool) error // accepted entries count as lookups
+//	(*Volume) DirEnd(dir Ino) (uint64, error)            // the next entry's cookie: a listing's end
 //	(*Volume) StatFS() StatFS
 //	(*Volume) AllocStats() alloc.Stats                   // free extents, fragmentation, histogram
 //	(*Volume) SetXattr(ino Ino, name string, value []byte, flags uint32) error

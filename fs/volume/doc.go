@@ -23,6 +23,7 @@
 //	tmpfile.go     Tmpfile: O_TMPFILE
 //	rename.go      rename, NOREPLACE, EXCHANGE, the loop check
 //	setattr.go     setattr (size through the data path)
+//	atime.go       Accessed: access times under relatime, strictatime, noatime
 //	killpriv.go    clearing set-user-ID, set-group-ID and capabilities
 //	xattr.go       extended attributes
 //	readdir.go     ReadDir, ReadDirPlus
