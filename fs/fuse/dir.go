@@ -31,7 +31,6 @@ type dirListing struct {
 func (fs *fileSystem) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	start := fs.begin(opOpenDir)
 	out.Fh = fs.dirs.add(new(dirListing))
-	fs.accessed(in.NodeId, fs.dirAtime)
 	return fs.done(opOpenDir, start, in.NodeId, nil)
 }
 
@@ -42,8 +41,8 @@ func (fs *fileSystem) ReleaseDir(in *fuse.ReleaseIn) {
 }
 
 // listingEnd returns the bound of the listing READDIR in continues,
-// fixing it when the listing starts; 0 (no bound) for a handle the
-// adapter did not give.
+// fixing it when the listing starts, which also counts as an access of
+// the directory; 0 (no bound) for a handle the adapter did not give.
 func (fs *fileSystem) listingEnd(in *fuse.ReadIn) (uint64, error) {
 	l := fs.dirs.get(in.Fh)
 	if l == nil {
@@ -57,6 +56,7 @@ func (fs *fileSystem) listingEnd(in *fuse.ReadIn) (uint64, error) {
 		return 0, err
 	}
 	l.end.Store(end)
+	fs.accessed(in.NodeId, fs.dirAtime) // a listing starts: the directory is read
 	return end, nil
 }
 

@@ -51,9 +51,10 @@
 // as MS_* bits to mount(2) when the process may mount, and as option names
 // to fusermount3 when mount(2) says EPERM (mountflags.go). The access
 // time flags are also the adapter's to apply, since the kernel leaves a
-// FUSE inode's access time alone: OPEN of a file for reading, and
-// OPENDIR, call volume Accessed with the policy the flags give (relatime
-// unless noatime or strictatime; nodiratime for directories).
+// FUSE inode's access time alone: each READ, and the first READDIR of a
+// listing, call volume Accessed with the policy the flags give (relatime
+// unless noatime or strictatime; nodiratime for directories). Reads the
+// page cache answers do not reach the daemon and do not count.
 //
 // Security labels and ACLs are not supported unless Options.SecurityLabels:
 // every xattr call in the security. and system.posix_acl_ namespaces fails
