@@ -9,11 +9,14 @@ import (
 // acct holds the volume's accounting records (layer "fs"), looked up once.
 // Live figures: inodes and their table chunks, directory entries (the
 // entry, its name and its share of both indexes, estimated), dirty data
-// buffers, and open-file states. Counters: write-backs, checkpoints, log
-// syncs.
+// buffers, open-file states, and the periodic checkpoint's records while
+// it encodes them. Counters: write-backs, checkpoints (and of those, the
+// ones taken under the write lock; snapshots cancelled by one; inodes and
+// directories a change saved for a snapshot), log syncs.
 type acct struct {
-	inodes, chunks, dirents, dirty, files *accounting.Record
-	writebacks, checkpoints, syncs        *accounting.Counter
+	inodes, chunks, dirents, dirty, files, ckptBuffer *accounting.Record
+	writebacks, checkpoints, syncs                    *accounting.Counter
+	ckptLocked, ckptCancelled, ckptSaved              *accounting.Counter
 }
 
 const (
@@ -54,8 +57,15 @@ func newAcct(reg *accounting.Registry) acct {
 		dirents:     l.Type("dirent"),
 		dirty:       l.Type("dirty_buffer"),
 		files:       l.Type("open_file"),
+		ckptBuffer:  l.Type("checkpoint_buffer"),
 		writebacks:  l.Counter("writeback"),
 		checkpoints: l.Counter("checkpoint"),
 		syncs:       l.Counter("log_sync"),
+		// Of the checkpoints: taken under the write lock (a full log,
+		// Close); snapshots a locked one cancelled; inodes and
+		// directories changes copied for a snapshot.
+		ckptLocked:    l.Counter("checkpoint_locked"),
+		ckptCancelled: l.Counter("checkpoint_cancelled"),
+		ckptSaved:     l.Counter("checkpoint_saved"),
 	}
 }

@@ -60,7 +60,9 @@ func (v *Volume) checkpoint(clean bool) error {
 	if s := v.snap; s != nil {
 		s.cancelled = true
 		v.snap = nil
+		v.acct.ckptCancelled.Inc()
 	}
+	v.acct.ckptLocked.Inc()
 	v.ckptMu.Lock()
 	defer v.ckptMu.Unlock()
 	d := draft{nextIno: uint64(v.inodes.next)}
@@ -107,10 +109,25 @@ func (v *Volume) snapshotCheckpoint(budget int, between func()) error {
 	return v.writeSnapshot(enc)
 }
 
+// accountBuffer brings the checkpoint_buffer figure to n bytes held from
+// accounted, and returns n.
+func (v *Volume) accountBuffer(accounted, n int) int {
+	switch {
+	case accounted == 0 && n > 0:
+		v.acct.ckptBuffer.Alloc(int64(n))
+	case accounted > 0 && n == 0:
+		v.acct.ckptBuffer.Free(int64(accounted))
+	case n != accounted:
+		v.acct.ckptBuffer.Resize(int64(n - accounted))
+	}
+	return n
+}
+
 // writeSnapshot writes an encoded snapshot and makes it current, then
 // releases v.ckptMu, which encodeSnapshot returned held.
 func (v *Volume) writeSnapshot(enc *encodedSnapshot) error {
 	defer v.ckptMu.Unlock()
+	defer v.accountBuffer(enc.buf.Len(), 0)
 	w, err := v.checkpointWriter(&enc.d, enc.nextGen, uint64(enc.buf.Len()))
 	if err != nil {
 		return err
@@ -148,6 +165,7 @@ func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, e
 	enc.d.pos, enc.d.seq = v.j.Mark()
 	v.snap = s
 	v.mu.Unlock()
+	accounted := 0
 	for done := false; !done; {
 		if between != nil {
 			between()
@@ -155,6 +173,7 @@ func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, e
 		v.mu.RLock()
 		if s.cancelled {
 			v.mu.RUnlock()
+			v.accountBuffer(accounted, 0)
 			return nil, nil
 		}
 		var err error
@@ -168,8 +187,10 @@ func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, e
 		}
 		v.mu.RUnlock()
 		if err != nil {
+			v.accountBuffer(accounted, 0)
 			return nil, fmt.Errorf("checkpoint: %w", err)
 		}
+		accounted = v.accountBuffer(accounted, enc.buf.Len())
 	}
 	return enc, nil
 }

@@ -60,6 +60,7 @@ func (s *ckptSnapshot) before(v *Volume, r format.Record) {
 			}
 			s.inodes[ino] = img
 			s.saved++
+			v.acct.ckptSaved.Inc()
 		}
 	}
 	if dir != 0 && dir >= s.dirsDone && dir < s.limit {
@@ -70,6 +71,7 @@ func (s *ckptSnapshot) before(v *Volume, r format.Record) {
 			}
 			s.dirs[dir] = live
 			s.saved++
+			v.acct.ckptSaved.Inc()
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
 )
@@ -117,12 +118,59 @@ func TestSnapshotInPlaceChanges(t *testing.T) {
 	if enc == nil {
 		t.Fatal("the snapshot was cancelled")
 	}
-	defer v.ckptMu.Unlock()
 	if !inInodes || !inEntries {
+		v.ckptMu.Unlock()
 		t.Fatalf("changes inside the inode pass %v, inside the entries %v", inInodes, inEntries)
 	}
 	if !bytes.Equal(enc.buf.Bytes(), want.Bytes()) {
+		v.ckptMu.Unlock()
 		t.Fatalf("the snapshot (%d bytes, %d saved) is not the metadata at its start (%d bytes)", enc.buf.Len(), enc.saved, want.Len())
+	}
+	ok(t, v.writeSnapshot(enc))
+}
+
+// TestSnapshotCancelled: a checkpoint under the write lock (a full log,
+// Close) cancels a snapshot being encoded, which then writes nothing;
+// the figures count both, and the snapshot's buffer, accounted while it
+// was encoded, is given back.
+func TestSnapshotCancelled(t *testing.T) {
+	reg := accounting.NewRegistry()
+	v := newTestVolume(t, Options{Accounting: reg})
+	var last Ino
+	for i := range 50 {
+		last = must[Attr](t)(v.Mknod(root, RootIno, fmt.Sprint("f", i), 0o644, 0)).Ino
+	}
+	layer := func() accounting.LayerStat { l, _ := reg.Snapshot().Layer("fs"); return l }
+	counter := func(name string) uint64 { c, _ := layer().Counter(name); return c.Value }
+	buffer := func() int64 { b, _ := layer().Type("checkpoint_buffer"); return b.Bytes }
+	before := counter("checkpoint")
+	slices, sawBuffer := 0, false
+	enc, err := v.encodeSnapshot(4, func() {
+		if slices++; slices == 3 {
+			sawBuffer = buffer() > 0
+			ok(t, v.SetXattr(last, "user.x", []byte("y"), 0)) // not reached yet: saved
+			v.mu.Lock()
+			ok(t, v.checkpoint(false))
+			v.mu.Unlock()
+		}
+	})
+	ok(t, err)
+	if enc != nil {
+		v.ckptMu.Unlock()
+		t.Fatal("a snapshot went on after a checkpoint under the lock")
+	}
+	if counter("checkpoint_saved") != 1 {
+		t.Errorf("checkpoint_saved %d, want 1", counter("checkpoint_saved"))
+	}
+	if !sawBuffer || buffer() != 0 {
+		t.Errorf("checkpoint_buffer: held while encoding %v, %d bytes after", sawBuffer, buffer())
+	}
+	if got := counter("checkpoint") - before; got != 1 || counter("checkpoint_locked") != 1 || counter("checkpoint_cancelled") != 1 {
+		t.Errorf("checkpoints %d (want 1), locked %d, cancelled %d (want 1 each)", got, counter("checkpoint_locked"), counter("checkpoint_cancelled"))
+	}
+	ok(t, v.checkpointConcurrent())
+	if counter("checkpoint") != before+2 || counter("checkpoint_locked") != 1 || buffer() != 0 {
+		t.Errorf("after a snapshot: checkpoints +%d, locked %d, buffer %d bytes", counter("checkpoint")-before, counter("checkpoint_locked"), buffer())
 	}
 }
 
