@@ -245,3 +245,31 @@ func TestSnapshotUnderLoad(t *testing.T) {
 	ok(t, v2.Close())
 	closeAndCheck(t, v, mustCrashImage(t, c), Options{CommitInterval: -1})
 }
+
+// TestCheckpointKick: once commits fill the log halfway, the committer is
+// asked for a checkpoint at once (a snapshot), rather than at its next
+// tick, by which time a burst may have filled the log.
+func TestCheckpointKick(t *testing.T) {
+	dev := device.NewMem(64 << 20)
+	ok(t, Mkfs(dev, MkfsOptions{LogSize: 256 << 10}))
+	v, err := Open(dev, Options{CommitInterval: -1}) // no committer: the kick stays queued
+	ok(t, err)
+	for i := 0; len(v.ckptKick) == 0; i++ {
+		if used, capacity := v.j.Usage(); used*4 >= capacity*3 {
+			t.Fatalf("log %d of %d blocks used after %d files, no checkpoint asked for", used, capacity, i)
+		}
+		must[Attr](t)(v.Mknod(root, RootIno, fmt.Sprint("f", i), 0o644, 0))
+	}
+	if used, capacity := v.j.Usage(); used*2 < capacity {
+		t.Errorf("a checkpoint asked for with the log %d of %d blocks used", used, capacity)
+	}
+	ok(t, v.checkpointConcurrent())
+	<-v.ckptKick
+	for i := range 200 {
+		must[Attr](t)(v.Mknod(root, RootIno, fmt.Sprint("g", i), 0o644, 0))
+	}
+	if len(v.ckptKick) != 0 {
+		t.Error("a checkpoint asked for again right after one")
+	}
+	closeAndCheck(t, v, dev, Options{CommitInterval: -1})
+}

@@ -41,10 +41,12 @@ func (v *Volume) settleFrees() error {
 
 // startCommitter starts the periodic commit: every CommitInterval it
 // writes back dirty files, makes the log durable, and checkpoints once the
-// log is half full.
+// log is half full; it does the same at once when a commit finds the log
+// half full (ckptKick).
 func (v *Volume) startCommitter() {
 	v.stop, v.stopped = make(chan struct{}), make(chan struct{})
 	v.syncKick = make(chan struct{}, 1)
+	v.ckptKick = make(chan struct{}, 1)
 	if v.opts.CommitInterval < 0 {
 		close(v.stopped)
 		return
@@ -64,6 +66,10 @@ func (v *Volume) startCommitter() {
 			case <-v.syncKick: // maxUnsynced written back since the last commit
 				if err := v.syncLog(); err != nil {
 					v.opts.Logger.WithError(err).Error("early commit failed")
+				}
+			case <-v.ckptKick: // the log is half full before the tick
+				if err := v.commitNow(); err != nil {
+					v.opts.Logger.WithError(err).Error("early checkpoint failed")
 				}
 			}
 		}

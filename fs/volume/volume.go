@@ -50,6 +50,12 @@ type Volume struct {
 	// commit early.
 	unsynced atomic.Int64
 	syncKick chan struct{} // capacity 1
+	// ckptKick asks the committer for a checkpoint when a commit finds
+	// the log half full, so a burst meets a snapshot, not a full log and a
+	// checkpoint under the lock. appended counts transactions (v.mu), to
+	// look only every logCheckEvery.
+	ckptKick chan struct{} // capacity 1
+	appended uint64
 	closed   bool
 	now      func() int64 // the clock, in Unix ns
 	acct     acct
@@ -70,6 +76,10 @@ type loadedDir struct {
 }
 
 func clock() int64 { return time.Now().UnixNano() }
+
+// logCheckEvery is how many transactions commit appends between looks at
+// the log's fill: a few KiB of log, against at least 128 KiB for half.
+const logCheckEvery = 64
 
 // commit appends one transaction to the log and applies it. The caller holds
 // v.mu for writing and has validated the change, so apply cannot fail; a log
@@ -92,6 +102,14 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 	}
 	if err != nil {
 		return 0, fmt.Errorf("log: %w", err)
+	}
+	if v.appended++; v.appended%logCheckEvery == 0 && v.snap == nil {
+		if used, capacity := v.j.Usage(); used*2 >= capacity {
+			select {
+			case v.ckptKick <- struct{}{}:
+			default:
+			}
+		}
 	}
 	for _, r := range txn {
 		if f, ok := r.(format.InodeFreeRec); ok {
