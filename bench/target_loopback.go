@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -90,6 +91,12 @@ func serveLoopback(args []string, stdout, stderr io.Writer) int {
 		},
 	})
 	if err != nil {
+		if strings.Contains(err.Error(), "init: 19=") {
+			// go-fuse reads the kernel's first request (INIT) before
+			// Mount returns, and reports its status (19 is ENODEV): the
+			// connection was gone.
+			err = fmt.Errorf("%w (the kernel ended the connection before its first request was read: unmounted, or aborted through fusectl, from outside)", err)
+		}
 		fmt.Fprintf(stdout, "mount: %v\n", err)
 		return 1
 	}
