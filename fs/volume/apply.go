@@ -154,7 +154,7 @@ func (v *Volume) applyExtents(r *format.ExtentsRec) error {
 	if err := checkExtents(r.Extents); err != nil {
 		return corruptf("inode %d: %v", r.Ino, err)
 	}
-	n.ext().extents = nilIfEmpty(r.Extents) // decoders may give empty, not nil
+	n.setExtents(r.Extents)
 	return nil
 }
 

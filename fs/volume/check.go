@@ -133,9 +133,7 @@ func (c *checker) inodes() {
 		if n.isLink() && (n.x == nil || uint64(len(n.x.target)) != n.size) {
 			c.add(ino, "symlink size %d disagrees with its target", n.size)
 		}
-		if n.x != nil {
-			c.fileData(ino, n)
-		}
+		c.fileData(ino, n)
 		return true
 	})
 	if used != c.v.inodes.used {
@@ -145,21 +143,28 @@ func (c *checker) inodes() {
 
 // fileData checks a file's inline data and extents against its size.
 func (c *checker) fileData(ino Ino, n *inode) {
-	x := n.x
-	if (x.inline != nil || x.extents != nil) && !n.isReg() {
+	var inline []byte
+	if n.x != nil {
+		inline = n.x.inline
+	}
+	extents := n.extents()
+	if (inline != nil || extents != nil) && !n.isReg() {
 		c.add(ino, "data on a file of mode %o", n.mode)
 	}
-	if x.inline != nil && x.extents != nil {
+	if inline != nil && extents != nil {
 		c.add(ino, "both inline data and extents")
 	}
-	if uint64(len(x.inline)) > n.size {
-		c.add(ino, "inline data of %d bytes past size %d", len(x.inline), n.size)
+	if n.oneLen != 0 && n.x != nil && n.x.extents != nil {
+		c.add(ino, "a one-extent map and a map in the extension")
 	}
-	if err := checkExtents(x.extents); err != nil {
+	if uint64(len(inline)) > n.size {
+		c.add(ino, "inline data of %d bytes past size %d", len(inline), n.size)
+	}
+	if err := checkExtents(extents); err != nil {
 		c.add(ino, "%v", err)
 	}
 	bs := uint64(c.v.blockSize)
-	for _, e := range x.extents {
+	for _, e := range extents {
 		if e.Logical*bs >= n.size {
 			c.add(ino, "extent at logical block %d past size %d", e.Logical, n.size)
 		}

@@ -109,7 +109,7 @@ func (v *Volume) readCommitted(n *inode, p []byte, off uint64) error {
 	bs := uint64(v.blockSize)
 	for len(p) > 0 {
 		b := off / bs
-		e, ok := findExtent(x.extents, b)
+		e, ok := n.findExtent(b)
 		var k uint64
 		switch {
 		case ok: // inside e: read to its end

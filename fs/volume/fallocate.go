@@ -110,7 +110,7 @@ func (v *Volume) holes(n *inode, fd *fileData, start, end uint64) [][2]uint64 {
 	if l := uint64(len(n.x.inline)); l > 0 {
 		data = append(data, [2]uint64{0, l})
 	}
-	for _, e := range n.x.extents {
+	for _, e := range n.extents() {
 		data = append(data, [2]uint64{e.Logical * bs, (e.Logical + e.Len) * bs})
 	}
 	for c, b := range fd.chunks {

@@ -164,7 +164,7 @@ func (v *Volume) devRange(n *inode, fd *fileData, off, k uint64) (ReadPlan, bool
 	if n.x.inline != nil {
 		return ReadPlan{}, false
 	}
-	e, ok := findExtent(n.x.extents, off/bs)
+	e, ok := n.findExtent(off / bs)
 	if !ok || (e.Logical+e.Len)*bs < off+k {
 		return ReadPlan{}, false
 	}

@@ -196,9 +196,7 @@ func (v *Volume) rebuildSpace(blocks uint64) error {
 	used = append(used, v.ckptExtents()...)
 	pr := v.progress(PhaseSpace, v.inodes.used)
 	v.inodes.all(func(_ Ino, n *inode) bool {
-		if n.x != nil {
-			used = append(used, physical(n.x.extents)...)
-		}
+		used = append(used, physical(n.extents())...)
 		pr.step()
 		return true
 	})

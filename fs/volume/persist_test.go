@@ -163,7 +163,7 @@ func TestOpenRefuses(t *testing.T) {
 	ok(t, err)
 	a := writeFile(t, v, RootIno, "a", pattern(9000, 1))
 	b := writeFile(t, v, RootIno, "b", pattern(9000, 2))
-	v.inodes.get(b).x.extents = v.inodes.get(a).x.extents
+	v.inodes.get(b).setExtents(v.inodes.get(a).extents())
 	ok(t, v.Close())
 	if _, err := Open(dev.Reopen(), Options{}); !IsCorrupt(err) {
 		t.Fatalf("overlapping extents: %v", err)

@@ -189,14 +189,22 @@ type inodeImage struct {
 	inline  []byte
 	extents []format.Extent
 	xattrs  []xattr
+	one     [1]format.Extent // extents of a one-extent map, without allocating
 }
 
 // of fills img from n, sharing n's slices.
 func (img *inodeImage) of(ino Ino, n *inode) {
-	*img = inodeImage{ext: n.x != nil}
+	*img = inodeImage{ext: n.x != nil || n.oneLen != 0}
 	n.recordInto(ino, &img.rec)
+	if n.oneLen != 0 {
+		img.one[0] = n.one()
+		img.extents = img.one[:]
+	}
 	if x := n.x; x != nil {
-		img.target, img.inline, img.extents, img.xattrs = x.target, x.inline, x.extents, x.xattrs
+		img.target, img.inline, img.xattrs = x.target, x.inline, x.xattrs
+		if n.oneLen == 0 {
+			img.extents = x.extents
+		}
 	}
 }
 

@@ -113,8 +113,8 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 	}
 	for _, r := range txn {
 		if f, ok := r.(format.InodeFreeRec); ok {
-			if n := v.inodes.get(Ino(f.Ino)); n != nil && n.x != nil {
-				v.freeAfter(physical(n.x.extents), seq)
+			if n := v.inodes.get(Ino(f.Ino)); n != nil {
+				v.freeAfter(physical(n.extents()), seq)
 			}
 		}
 		if err := v.apply(r); err != nil && invariants.Enabled {
@@ -161,18 +161,14 @@ func (v *Volume) attr(ino Ino, n *inode) Attr {
 		a.Mtime = n.x.data.mtime.Load()
 		a.Ctime = max(a.Ctime, a.Mtime)
 	}
-	if n.x != nil {
-		for _, e := range n.x.extents {
-			a.Blocks += e.Len
-		}
-		if n.x.data != nil && a.Size > uint64(v.opts.InlineThreshold) {
-			// Dirty data holds reserved blocks, as ext4's delayed
-			// allocation does: du sees a file just written. A file
-			// that will be stored inline gets none.
-			a.Blocks += uint64(max(0, n.x.data.unwritten.Load()))
-		}
-		a.Blocks *= uint64(v.blockSize) / 512
+	a.Blocks = n.blocks()
+	if n.x != nil && n.x.data != nil && a.Size > uint64(v.opts.InlineThreshold) {
+		// Dirty data holds reserved blocks, as ext4's delayed
+		// allocation does: du sees a file just written. A file that
+		// will be stored inline gets none.
+		a.Blocks += uint64(max(0, n.x.data.unwritten.Load()))
 	}
+	a.Blocks *= uint64(v.blockSize) / 512
 	return a
 }
 

@@ -130,10 +130,10 @@ func (v *Volume) inlineRecs(ino Ino, n *inode, fd *fileData, size uint64) ([]for
 		}
 	}
 	recs := []format.Record{nil, format.InlineRec{Ino: uint64(ino), Data: data}}
-	if n.x.extents != nil {
+	if n.hasExtents() {
 		recs = append(recs, format.ExtentsRec{Ino: uint64(ino)})
 	}
-	return recs, physical(n.x.extents), nil
+	return recs, physical(n.extents()), nil
 }
 
 // placeRecs allocates and writes the dirty chunks of a file of size bytes
@@ -150,7 +150,7 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 		}
 	}
 	endBlock := blocksFor(size, v.blockSize)
-	extents, dropped := cutExtents(n.x.extents, endBlock, math.MaxUint64)
+	extents, dropped := cutExtents(n.extents(), endBlock, math.MaxUint64)
 	var sums []format.SumRange // with data sums: what place wrote
 	cks := make([]uint64, 0, len(fd.chunks))
 	for c := range fd.chunks {
