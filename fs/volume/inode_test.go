@@ -20,22 +20,18 @@ func TestExtentInInode(t *testing.T) {
 	ok(t, err)
 	small := pattern(5000, 1)
 	long := pattern((maxOneLen+1)*512, 2)
-	files := map[string]struct {
+	type file struct {
 		ino     Ino
-		data    []byte
-		inInode bool
-	}{}
+		data    []byte // the whole content
+		inInode bool   // its extent in the inode slot
+	}
+	files := map[string]file{}
 	add := func(name string, data []byte, off int64, inInode bool) {
 		a, h, err := v.Create(root, RootIno, name, 0o644, syscall.O_RDWR)
 		ok(t, err)
 		must[int](t)(h.WriteAt(data, off))
 		ok(t, h.Release())
-		want := append(make([]byte, off), data...)
-		files[name] = struct {
-			ino     Ino
-			data    []byte
-			inInode bool
-		}{a.Ino, want, inInode}
+		files[name] = file{a.Ino, append(make([]byte, off), data...), inInode}
 	}
 	add("small", small, 0, true)
 	add("sparse", small, 1<<20, false) // one extent, not from block 0
