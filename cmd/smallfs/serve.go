@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,9 +49,10 @@ func (a *app) serve(p mountopt.Args) error {
 		procs = mountopt.AutoProcs(runtime.NumCPU())
 	}
 	runtime.GOMAXPROCS(procs)
+	gc := gcPercent(p.Config.GCPercent)
 	log.WithFields(logrus.Fields{
 		"version": versionString(), "options": p.Config.String(), "ignored": strings.Join(p.Config.Ignored, ","),
-		"log": mlog.dest, "background": a.notifier != nil, "procs": procs,
+		"log": mlog.dest, "background": a.notifier != nil, "procs": procs, "gc_percent": gc,
 	}).Info("mounting")
 
 	sess, err := a.open(p, log)
@@ -214,4 +217,18 @@ func (m *mounted) finish() error {
 	}
 	m.log.WithField("close_took", time.Since(start).Round(time.Millisecond)).Info("unmounted; device marked clean")
 	return nil
+}
+
+// gcPercent sets the daemon's garbage collection target from gc_percent
+// (0: auto) and returns it; under auto a GOGC in the environment, which
+// the runtime has already read, stands ("env").
+func gcPercent(n int) string {
+	if n == 0 {
+		if env := os.Getenv("GOGC"); env != "" {
+			return "GOGC=" + env
+		}
+		n = mountopt.AutoGCPercent
+	}
+	debug.SetGCPercent(n)
+	return strconv.Itoa(n)
 }

@@ -51,7 +51,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	c := Defaults()
 	err := c.Apply("commit_interval=2.5,entry_timeout=0,attr_timeout=500ms,negative_timeout=10," +
 		"allow_other,default_permissions,fsname=img,subtype=x,log_level=warn,log_format=json," +
-		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567,no_open=on,iobuf_pool=off,zero_ahead=off")
+		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567,no_open=on,iobuf_pool=off,zero_ahead=off,gc_percent=80")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	want.NoOpen = true
 	want.IobufPool = false
 	want.ZeroAhead = false
+	want.GCPercent = 80
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}
@@ -106,6 +107,8 @@ func TestApplyErrors(t *testing.T) {
 		{"commit_interval=0", ErrBadValue, []string{"positive"}},
 		{"procs=0", ErrBadValue, []string{"auto or a number"}},
 		{"procs=many", ErrBadValue, []string{"auto or a number"}},
+		{"gc_percent=5", ErrBadValue, []string{"from 10 to 1000"}},
+		{"gc_percent=lots", ErrBadValue, []string{"auto or a number"}},
 		{"flush_on_close=1", ErrBadValue, []string{"on or off"}},
 		{"commit_interval=-1", ErrBadValue, nil},
 		{"commit_interval=NaN", ErrBadValue, nil},
@@ -147,7 +150,7 @@ func TestString(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "ro,nodev,nosuid,allow_other,debug,fsname=d,commit_interval=5s,entry_timeout=1h0m0s," +
-		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,flush_on_close=off,procs=auto,iobuf_pool=on,zero_ahead=on,log_level=debug,log_format=text," +
+		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,flush_on_close=off,procs=auto,gc_percent=auto,iobuf_pool=on,zero_ahead=on,log_level=debug,log_format=text," +
 		"log_file=syslog,metrics_addr=localhost:1"
 	if got := c.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
@@ -160,7 +163,7 @@ func TestSpecsAreApplicable(t *testing.T) {
 		if s.Value != "" {
 			opt += "=" + map[string]string{
 				"DURATION": "3", "SECONDS": "3", "NAME": "n", "TYPE": "t", "LEVEL": "debug",
-				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80", "on|off": "off", "N|auto": "2",
+				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80", "on|off": "off", "N|auto": "2", "PERCENT|auto": "50",
 			}[s.Value]
 		}
 		c := Defaults()

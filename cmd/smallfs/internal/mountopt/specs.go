@@ -76,6 +76,20 @@ var specs = []Spec{
 			c.Procs = n
 			return nil
 		}},
+	{Name: "gc_percent", Value: "PERCENT|auto", Default: "auto",
+		Help: "heap growth, in % of the live heap, that starts a garbage collection (GOGC); auto is 50, or GOGC from the environment",
+		apply: func(c *Config, v string) error {
+			if v == "auto" {
+				c.GCPercent = 0
+				return nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 10 || n > 1000 {
+				return fmt.Errorf("want auto or a number from 10 to 1000")
+			}
+			c.GCPercent = n
+			return nil
+		}},
 	{Name: "iobuf_pool", Value: "on|off", Default: "on",
 		Help:  "pool the buffers of written data (off: allocate each, to measure the pools)",
 		apply: switchField(func(c *Config) *bool { return &c.IobufPool })},
