@@ -220,14 +220,14 @@ func (m *mounted) finish() error {
 }
 
 // gcPercent sets the daemon's garbage collection target from gc_percent
-// (0: auto) and returns it; under auto a GOGC in the environment, which
-// the runtime has already read, stands ("env").
+// and returns what applies: under auto (0), Go's, which the runtime has
+// read from GOGC or defaulted to 100.
 func gcPercent(n int) string {
 	if n == 0 {
 		if env := os.Getenv("GOGC"); env != "" {
 			return "GOGC=" + env
 		}
-		n = mountopt.AutoGCPercent
+		return "100"
 	}
 	debug.SetGCPercent(n)
 	return strconv.Itoa(n)

@@ -48,8 +48,8 @@ type Config struct {
 	// one (AutoProcs).
 	Procs int
 	// GCPercent is the daemon's garbage collection target (GOGC,
-	// gc_percent=). Default 0, "auto": AutoGCPercent, unless GOGC is set
-	// in the environment, which then stands.
+	// gc_percent=). Default 0, "auto": Go's, 100 unless GOGC is set in
+	// the environment.
 	GCPercent int
 	// IobufPool pools the volume's dirty-data buffers (iobuf_pool=); off
 	// allocates each one, to measure what the pools gain. Default on.
@@ -267,13 +267,6 @@ func procsString(n int) string {
 // 10-40 % more daemon CPU per request and 1.4x fewer files/s (docs/FUSE.md,
 // "Daemon CPUs"). The other half of the CPUs run the callers.
 func AutoProcs(cpus int) int { return max(1, cpus/2) }
-
-// AutoGCPercent is the daemon's GOGC under gc_percent=auto. The daemon's
-// heap is nearly all long-lived metadata, so Go's 100 (collect when the
-// heap has doubled) kept about twice the metadata resident; at 50 the
-// resident size of 2x10^5 files fell 16-17 %, with daemon CPU within the
-// noise, in two alternated pairs of runs (docs/DECISIONS.md).
-const AutoGCPercent = 50
 
 // Check reports options that contradict each other, once every -o list
 // and flag has been applied.

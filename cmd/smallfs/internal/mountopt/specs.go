@@ -77,7 +77,7 @@ var specs = []Spec{
 			return nil
 		}},
 	{Name: "gc_percent", Value: "PERCENT|auto", Default: "auto",
-		Help: "heap growth, in % of the live heap, that starts a garbage collection (GOGC); auto is 50, or GOGC from the environment",
+		Help: "heap growth, in % of the live heap, that starts a garbage collection (GOGC); auto is Go's: 100, or GOGC from the environment",
 		apply: func(c *Config, v string) error {
 			if v == "auto" {
 				c.GCPercent = 0
