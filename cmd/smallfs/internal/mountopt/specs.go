@@ -63,33 +63,11 @@ var specs = []Spec{
 		Help:  "write data back at every close(2), so close reports write-back errors (off: fsync reports them, as on ext4)",
 		apply: switchField(func(c *Config) *bool { return &c.FlushOnClose })},
 	{Name: "procs", Value: "N|auto", Default: "auto",
-		Help: "CPUs that run the daemon's code at once (GOMAXPROCS)",
-		apply: func(c *Config, v string) error {
-			if v == "auto" {
-				c.Procs = 0
-				return nil
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1024 {
-				return fmt.Errorf("want auto or a number from 1 to 1024")
-			}
-			c.Procs = n
-			return nil
-		}},
+		Help:  "CPUs that run the daemon's code at once (GOMAXPROCS)",
+		apply: autoCountField(func(c *Config) *int { return &c.Procs }, 1, 1024)},
 	{Name: "gc_percent", Value: "PERCENT|auto", Default: "auto",
-		Help: "heap growth, in % of the live heap, that starts a garbage collection (GOGC); auto is Go's: 100, or GOGC from the environment",
-		apply: func(c *Config, v string) error {
-			if v == "auto" {
-				c.GCPercent = 0
-				return nil
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 10 || n > 1000 {
-				return fmt.Errorf("want auto or a number from 10 to 1000")
-			}
-			c.GCPercent = n
-			return nil
-		}},
+		Help:  "heap growth, in % of the live heap, that starts a garbage collection (GOGC); auto is Go's: 100, or GOGC from the environment",
+		apply: autoCountField(func(c *Config) *int { return &c.GCPercent }, 10, 1000)},
 	{Name: "iobuf_pool", Value: "on|off", Default: "on",
 		Help:  "pool the buffers of written data (off: allocate each, to measure the pools)",
 		apply: switchField(func(c *Config) *bool { return &c.IobufPool })},
@@ -155,6 +133,22 @@ func durationField(field func(*Config) *time.Duration) func(_ *Config, _ string)
 		d, err := parseSeconds(v)
 		*field(c) = d
 		return err
+	}
+}
+
+// autoCountField sets a count from lo to hi, or 0 for "auto".
+func autoCountField(field func(*Config) *int, lo, hi int) func(_ *Config, _ string) error {
+	return func(c *Config, v string) error {
+		if v == "auto" {
+			*field(c) = 0
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("want auto or a number from %d to %d", lo, hi)
+		}
+		*field(c) = n
+		return nil
 	}
 }
 
