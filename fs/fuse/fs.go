@@ -30,7 +30,8 @@ type fileSystem struct {
 	entryTO timeout
 	attrTO  timeout
 	negTO   timeout
-	// When an open for reading, or a listing, updates the access time.
+	// When a read that reaches the daemon, or a listing, updates the
+	// access time (mount flags: relatime, strictatime, noatime, nodiratime).
 	fileAtime, dirAtime volume.AtimePolicy
 }
 
