@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io/fs"
+	"iter"
 	"math/rand/v2"
 
 	"github.com/smallfs/smallfs/fs/device"
@@ -175,7 +176,7 @@ func (w *CheckpointWriter) AddBuffer(b *RecordBuffer) error {
 	if b.err != nil {
 		return b.err
 	}
-	for _, c := range append(b.full, b.cur) {
+	for c := range b.chunks() {
 		if err := w.write(c); err != nil {
 			w.err = err
 			return err
@@ -243,10 +244,23 @@ func (b *RecordBuffer) Len() int { return b.size }
 // Bytes returns a copy of the records held, encoded.
 func (b *RecordBuffer) Bytes() []byte {
 	out := make([]byte, 0, b.size)
-	for _, c := range append(b.full, b.cur) {
+	for c := range b.chunks() {
 		out = append(out, c...)
 	}
 	return out
+}
+
+// chunks yields the filled chunks, then the one being filled. (Ranging
+// over append(b.full, b.cur) would write into b.full's spare capacity.)
+func (b *RecordBuffer) chunks() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for _, c := range b.full {
+			if !yield(c) {
+				return
+			}
+		}
+		yield(b.cur)
+	}
 }
 
 func (b *RecordBuffer) add(enc []byte, err error) error {
