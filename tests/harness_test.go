@@ -21,7 +21,10 @@ import (
 	"github.com/smallfs/smallfs/fs/volume"
 )
 
-var fuseTrace = flag.Bool("fusetrace", false, "with -v, print every FUSE request and reply")
+var (
+	fuseTrace = flag.Bool("fusetrace", false, "with -v, print every FUSE request and reply")
+	allUring  = flag.Bool("uring", false, "serve every test mount through io_uring (Options.Uring; needs the fuse module's enable_uring on)")
+)
 
 // defaultImageSize is the sparse image most tests mount: room for the
 // 64 MiB file and 10^5 inodes with plenty to spare.
@@ -105,6 +108,9 @@ func (m *fsMount) open() {
 	}
 	m.dev, m.vol = dev, vol
 	opts := m.cfg.mount
+	if *allUring {
+		opts.Uring = sfuse.UringOn
+	}
 	opts.Accounting = m.reg
 	m.errs = &errorHook{}
 	opts.Logger = testLogger(m.errs)

@@ -18,16 +18,27 @@ var posixSkips = map[string]string{
 }
 
 // TestPosix runs go-fuse's conformance suite, each test on a fresh mount,
-// in the default mode and in no-open mode.
+// in the default mode, in no-open mode and served through io_uring.
 func TestPosix(t *testing.T) {
-	for _, noOpen := range []bool{false, true} {
-		t.Run(map[bool]string{false: "default", true: "no-open"}[noOpen], func(t *testing.T) {
+	modes := []struct {
+		name      string
+		configure func(*config)
+	}{
+		{"default", func(*config) {}},
+		{"no-open", func(c *config) { c.mount.NoOpen = true }},
+		{"uring", withRings},
+	}
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			if mode.name == "uring" {
+				enableRings(t)
+			}
 			for name, fn := range posixtest.All {
 				t.Run(name, func(t *testing.T) {
 					if why, ok := posixSkips[name]; ok {
 						t.Skip(why)
 					}
-					m := newMount(t, func(c *config) { c.mount.NoOpen = noOpen })
+					m := newMount(t, mode.configure)
 					fn(t, m.Dir)
 				})
 			}

@@ -62,6 +62,7 @@ func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.P
 		Suid:         c.Flags&syscall.MS_NOSUID == 0,
 		Dev:          c.Flags&syscall.MS_NODEV == 0,
 		NoOpen:       c.NoOpen,
+		Uring:        c.Uring,
 		FlushOnClose: c.FlushOnClose,
 		FsName:       c.FsName,
 		Debug:        c.Debug,

@@ -166,9 +166,36 @@
 // Inline files, dirty data and holes are answered from the volume's memory.
 // Without a device descriptor (device.Mem), reads copy through ReadAt.
 //
+// # Transports
+//
+// Requests reach the adapter through /dev/fuse (go-fuse's server: a
+// read(2) for each request and a writev(2) for each reply) or, with
+// Options.Uring, through io_uring (package fs/fuse/uring): the kernel's
+// FUSE over io_uring, Linux 6.14 and later, when the fuse module's
+// enable_uring parameter is on. INIT says whether the connection uses the
+// rings; Mount then registers entries on the kernel's queue of every
+// CPU before anything can send a request, since the kernel holds every
+// request until each queue has one. A fuse.ProtocolServer over the same
+// fileSystem decodes the rings' requests, set up with the INIT the
+// kernel sent; go-fuse's server goes on reading FORGET and INTERRUPT,
+// which the kernel still sends through /dev/fuse. The descriptor the
+// rings use is a duplicate of go-fuse's, taken through reflection
+// (ringtransport.go), as go-fuse v2.12.1 does not export it.
+//
+// A ring's thread is pinned to its CPU: the kernel queues a request on
+// the caller's CPU while the caller sleeps, so the answer is computed
+// there. That pinning, and a Go P per queue (smallfs procs=auto then
+// takes every CPU), are where the gain comes from: unpinned, the rings
+// were slower than /dev/fuse. An INTERRUPT for a request the rings serve
+// is not found by go-fuse's server, which answers EAGAIN, and the kernel
+// sends it again until the request ends: no request here waits on
+// anything an interrupt could cut short.
+//
 // # Locking and concurrency
 //
-// go-fuse serves each request on its own goroutine. The adapter takes two
+// go-fuse serves each request on its own goroutine (the rings: on the
+// queue's goroutine, FSYNC, FSYNCDIR, FLUSH and SETLKW on one of their
+// own). The adapter takes two
 // locks, never together: the handle table's RWMutex and, in no-open mode,
 // the inode files' mutex, each held only to index or change its table and
 // never across a volume call. A no-open file in use by a request is closed

@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/smallfs/smallfs/accounting"
+	"github.com/smallfs/smallfs/fs/fuse/uring"
 )
 
 // ReadDirPlus chooses how directory listings are answered; see
@@ -39,6 +40,37 @@ func (p ReadDirPlus) String() string {
 		return "never"
 	}
 	return fmt.Sprintf("ReadDirPlus(%d)", uint8(p))
+}
+
+// UringMode chooses the transport of a mount's requests.
+type UringMode uint8
+
+const (
+	// UringOff reads requests from /dev/fuse.
+	UringOff UringMode = iota
+	// UringAuto uses io_uring where the kernel offers it, else /dev/fuse.
+	UringAuto
+	// UringOn uses io_uring, and fails the mount where the kernel does
+	// not offer it.
+	UringOn
+)
+
+func (m UringMode) String() string {
+	switch m {
+	case UringOff:
+		return "off"
+	case UringAuto:
+		return "auto"
+	case UringOn:
+		return "on"
+	}
+	return fmt.Sprintf("UringMode(%d)", uint8(m))
+}
+
+// UsesRings reports whether a mount in this mode would be served through
+// io_uring on this machine now.
+func (m UringMode) UsesRings() bool {
+	return m != UringOff && uring.Available() == nil
 }
 
 // Options tunes a mount. The zero value gives the defaults stated on each
@@ -114,6 +146,12 @@ type Options struct {
 	// NoOpenFiles bounds the inodes no-open mode keeps open for writing;
 	// past it the oldest is written back and closed. Default 4096.
 	NoOpenFiles int
+	// Uring chooses whether requests come through io_uring (FUSE over
+	// io_uring, Linux 6.14+ with the fuse module's enable_uring on)
+	// instead of read(2) and writev(2) on /dev/fuse: one system call per
+	// request, on a thread per CPU. Default UringOff. See package
+	// fs/fuse/uring and "# Transports" in doc.go.
+	Uring UringMode
 	// MaxWrite is the largest READ or WRITE request, in bytes. Default
 	// 1 MiB, the kernel's ceiling; at least 4096.
 	MaxWrite int
@@ -144,6 +182,9 @@ func (o Options) withDefaults() (Options, error) {
 	o.EntryTimeout = timeoutDefault(o.EntryTimeout)
 	o.AttrTimeout = timeoutDefault(o.AttrTimeout)
 	o.NegativeTimeout = timeoutDefault(o.NegativeTimeout)
+	if o.Uring > UringOn {
+		errs = append(errs, fmt.Errorf("Uring %d is not a mode: %w", o.Uring, ErrInvalidOption))
+	}
 	if o.ReadDirPlus > ReadDirPlusNever {
 		errs = append(errs, fmt.Errorf("ReadDirPlus %d is not a policy: %w", o.ReadDirPlus, ErrInvalidOption))
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/fuse/uring"
 	"github.com/smallfs/smallfs/fs/volume"
 )
 
@@ -27,8 +28,10 @@ type Server struct {
 	fs         *fileSystem
 	mountpoint string
 	conn       uint32        // the kernel's connection number, fusectl's directory name
-	served     chan struct{} // closed when the serve loop has ended
+	served     chan struct{} // closed when the serve loop (and the rings) have ended
 	unmount    sync.Mutex    // serialises Unmount and Abort
+
+	rings *uring.Transport // nil unless Options.Uring took effect
 }
 
 // Mount mounts vol on mountpoint and returns once the filesystem answers
@@ -46,32 +49,62 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
+	if o.Uring != UringOff {
+		if err := uring.Available(); err != nil {
+			if o.Uring == UringOn {
+				return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
+			}
+			o.Uring = UringOff
+		}
+	}
 	fs := newFileSystem(vol, dev, o)
 	srv, err := newServer(fs, mountpoint, &o)
 	if err != nil {
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
 	s := &Server{fuse: srv, fs: fs, mountpoint: mountpoint, served: make(chan struct{})}
+	// The connection number is the minor of the mount's device; Abort
+	// needs it. DONT_SYNC: the superblock has it, so no request is sent.
+	var st unix.Statx_t
+	statErr := unix.Statx(unix.AT_FDCWD, mountpoint, unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE, &st)
+	s.conn = st.Dev_minor
+	// NewServer has answered INIT. If it agreed on io_uring, the kernel
+	// holds every request until each queue has an entry, so the rings
+	// start before anything (the serve loop, WaitMount's probe) sends one.
+	var ringErr error
+	switch {
+	case o.Uring == UringOff || statErr != nil:
+	case srv.KernelSettings().Flags64()&fuse.CAP_OVER_IO_URING != 0:
+		s.rings, ringErr = startRings(srv, fs, &o)
+	case o.Uring == UringOn:
+		ringErr = fmt.Errorf("%w: the kernel did not offer it at INIT", uring.ErrUnavailable)
+	}
 	go func() {
 		srv.Serve()
+		if s.rings != nil {
+			if err := s.rings.Wait(); err != nil {
+				o.Logger.WithError(err).Warn("io_uring queues ended on an error")
+			}
+		}
 		close(s.served)
 	}()
+	if err := errors.Join(statErr, ringErr); err != nil {
+		// Under io_uring without rings nothing could be served: end the
+		// connection rather than ask it to unmount.
+		if aerr := s.Abort(); aerr != nil {
+			_ = s.Unmount()
+		}
+		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
+	}
 	if err := srv.WaitMount(); err != nil {
 		_ = s.Unmount()
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
-	// The connection number is the minor of the mount's device; Abort
-	// needs it. (A GETATTR of the root, served by the loop started above.)
-	var st syscall.Stat_t
-	if err := syscall.Stat(mountpoint, &st); err != nil {
-		_ = s.Unmount()
-		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
-	}
-	s.conn = unix.Minor(st.Dev)
 	o.Logger.WithFields(logrus.Fields{
 		"mountpoint": mountpoint, "entry_timeout": o.EntryTimeout, "attr_timeout": o.AttrTimeout,
 		"negative_timeout": o.NegativeTimeout, "readdirplus": o.ReadDirPlus, "read_only": o.ReadOnly,
 		"max_write": o.MaxWrite, "zero_copy_reads": fs.devFd >= 0, "no_open": o.NoOpen,
+		"uring": s.rings != nil,
 	}).Info("mounted")
 	return s, nil
 }
@@ -112,6 +145,9 @@ func (o *Options) mountOptions(direct bool) *fuse.MountOptions {
 	mo.ExtraCapabilities = fuse.CAP_HANDLE_KILLPRIV_V2
 	if !o.NoOpen {
 		mo.ExtraCapabilities |= fuse.CAP_ATOMIC_O_TRUNC
+	}
+	if o.Uring != UringOff {
+		mo.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
 	}
 	// Every change of a file's data passes through this mount's page
 	// cache, so a new mtime from GETATTR says nothing the kernel does not

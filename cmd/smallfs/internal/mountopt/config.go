@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	sfuse "github.com/smallfs/smallfs/fs/fuse"
 )
 
 // Config is everything a mount is told by its options. Defaults returns
@@ -39,6 +41,10 @@ type Config struct {
 	// NoOpen makes the kernel open and close regular files without a
 	// round trip (no_open=on): fs/fuse Options.NoOpen. Default off.
 	NoOpen bool
+	// Uring chooses io_uring or /dev/fuse for the requests (uring=):
+	// fs/fuse Options.Uring. Default auto: io_uring where the kernel
+	// offers it.
+	Uring sfuse.UringMode
 	// FlushOnClose writes data back at every close(2) so that close
 	// reports write-back errors (flush_on_close=): fs/fuse
 	// Options.FlushOnClose. Default off: errors reach fsync, as on ext4.
@@ -85,6 +91,7 @@ func Defaults() Config {
 		EntryTimeout:    time.Hour,
 		AttrTimeout:     time.Hour,
 		NegativeTimeout: time.Hour,
+		Uring:           sfuse.UringAuto,
 		IobufPool:       true,
 		ZeroAhead:       true,
 		LogLevel:        logrus.InfoLevel,
@@ -204,6 +211,7 @@ func (c Config) String() string {
 		"attr_timeout="+c.AttrTimeout.String(),
 		"negative_timeout="+c.NegativeTimeout.String(),
 		"no_open="+onOff(c.NoOpen),
+		"uring="+c.Uring.String(),
 		"flush_on_close="+onOff(c.FlushOnClose),
 		"procs="+procsString(c.Procs),
 		"gc_percent="+procsString(c.GCPercent),
@@ -260,13 +268,25 @@ func procsString(n int) string {
 	return strconv.Itoa(n)
 }
 
-// AutoProcs is the daemon's GOMAXPROCS under procs=auto: half the CPUs, at
-// least one. A FUSE request costs the daemon a few microseconds of Go code
-// and tens of kernel work; with a P per CPU, every request that wakes a
-// reader also wakes an idle P to spin for work, which on 2 CPUs cost
-// 10-40 % more daemon CPU per request and 1.4x fewer files/s (docs/FUSE.md,
-// "Daemon CPUs"). The other half of the CPUs run the callers.
-func AutoProcs(cpus int) int { return max(1, cpus/2) }
+// AutoProcs is the daemon's GOMAXPROCS under procs=auto.
+//
+// On /dev/fuse: half the CPUs, at least one. A FUSE request costs the
+// daemon a few microseconds of Go code and tens of kernel work; with a P
+// per CPU, every request that wakes a reader also wakes an idle P to spin
+// for work, which on 2 CPUs cost 10-40 % more daemon CPU per request and
+// 1.4x fewer files/s (docs/FUSE.md, "Daemon CPUs"). The other half of the
+// CPUs run the callers.
+//
+// On io_uring (rings): every CPU. Each CPU's queue has a thread of its
+// own, woken on that CPU while the caller there sleeps; with fewer Ps
+// than queues those threads wait for a P, and the rings gained nothing
+// over /dev/fuse (docs/PERFORMANCE.md, "FUSE over io_uring").
+func AutoProcs(cpus int, rings bool) int {
+	if rings {
+		return max(1, cpus)
+	}
+	return max(1, cpus/2)
+}
 
 // Check reports options that contradict each other, once every -o list
 // and flag has been applied.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	sfuse "github.com/smallfs/smallfs/fs/fuse"
 )
 
 func TestApplyGeneric(t *testing.T) {
@@ -51,7 +53,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	c := Defaults()
 	err := c.Apply("commit_interval=2.5,entry_timeout=0,attr_timeout=500ms,negative_timeout=10," +
 		"allow_other,default_permissions,fsname=img,subtype=x,log_level=warn,log_format=json," +
-		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567,no_open=on,iobuf_pool=off,zero_ahead=off,gc_percent=80")
+		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567,no_open=on,iobuf_pool=off,zero_ahead=off,gc_percent=80,uring=off")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +72,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	want.IobufPool = false
 	want.ZeroAhead = false
 	want.GCPercent = 80
+	want.Uring = sfuse.UringOff
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}
@@ -103,6 +106,7 @@ func TestApplyErrors(t *testing.T) {
 		{"allow_other=1", ErrBadValue, []string{"takes no value"}},
 		{"log_level", ErrBadValue, []string{"needs a value"}},
 		{"no_open", ErrBadValue, []string{"needs a value"}},
+		{"uring=yes", ErrBadValue, []string{"want auto, on or off"}},
 		{"iobuf_pool=yes", ErrBadValue, []string{"on or off"}},
 		{"commit_interval=0", ErrBadValue, []string{"positive"}},
 		{"procs=0", ErrBadValue, []string{"auto or a number"}},
@@ -150,7 +154,7 @@ func TestString(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "ro,nodev,nosuid,allow_other,debug,fsname=d,commit_interval=5s,entry_timeout=1h0m0s," +
-		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,flush_on_close=off,procs=auto,gc_percent=auto,iobuf_pool=on,zero_ahead=on,log_level=debug,log_format=text," +
+		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,uring=auto,flush_on_close=off,procs=auto,gc_percent=auto,iobuf_pool=on,zero_ahead=on,log_level=debug,log_format=text," +
 		"log_file=syslog,metrics_addr=localhost:1"
 	if got := c.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
@@ -163,7 +167,7 @@ func TestSpecsAreApplicable(t *testing.T) {
 		if s.Value != "" {
 			opt += "=" + map[string]string{
 				"DURATION": "3", "SECONDS": "3", "NAME": "n", "TYPE": "t", "LEVEL": "debug",
-				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80", "on|off": "off", "N|auto": "2", "PERCENT|auto": "50",
+				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80", "on|off": "off", "auto|on|off": "on", "N|auto": "2", "PERCENT|auto": "50",
 			}[s.Value]
 		}
 		c := Defaults()

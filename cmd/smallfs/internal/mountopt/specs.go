@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	sfuse "github.com/smallfs/smallfs/fs/fuse"
 )
 
 // Spec describes one option smallfs itself understands. The command builds
@@ -59,6 +61,21 @@ var specs = []Spec{
 	{Name: "no_open", Value: "on|off", Default: "off",
 		Help:  "open and close files without a kernel round trip; write-back errors then reach fsync, not close",
 		apply: switchField(func(c *Config) *bool { return &c.NoOpen })},
+	{Name: "uring", Value: "auto|on|off", Default: "auto",
+		Help: "take requests through io_uring, one system call each, where the kernel offers it (Linux 6.14+ with /sys/module/fuse/parameters/enable_uring Y); on: fail where it does not",
+		apply: func(c *Config, v string) error {
+			switch v {
+			case "auto":
+				c.Uring = sfuse.UringAuto
+			case "on":
+				c.Uring = sfuse.UringOn
+			case "off":
+				c.Uring = sfuse.UringOff
+			default:
+				return fmt.Errorf("want auto, on or off")
+			}
+			return nil
+		}},
 	{Name: "flush_on_close", Value: "on|off", Default: "off",
 		Help:  "write data back at every close(2), so close reports write-back errors (off: fsync reports them, as on ext4)",
 		apply: switchField(func(c *Config) *bool { return &c.FlushOnClose })},
