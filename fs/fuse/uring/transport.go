@@ -167,7 +167,7 @@ func Start(devFd int, h Handler, c Config) (*Transport, error) {
 		}
 		t.queues = append(t.queues, q)
 	}
-	// Each queue registers its entries from its own thread (see queue);
+	// Each queue registers its entries from its own thread (see serve);
 	// the kernel switches the connection to the rings once every queue
 	// has one.
 	started := make(chan error, len(t.queues))
@@ -188,8 +188,8 @@ func Start(devFd int, h Handler, c Config) (*Transport, error) {
 }
 
 // Wait blocks until the connection has ended and every queue has stopped,
-// then frees the rings and closes the descriptor. It returns the first queue's failure, if any
-// stopped on one rather than on the connection's end.
+// then frees the rings and closes the descriptor. It returns the failures
+// of queues that stopped on one rather than on the connection's end.
 func (t *Transport) Wait() error {
 	t.done.Wait()
 	t.answering.Wait()
