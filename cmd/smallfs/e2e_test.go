@@ -200,6 +200,9 @@ func TestE2EMountWriteRemount(t *testing.T) {
 	if st.Dirty == nil || st.Alloc == nil || st.Alloc.FreeBlocks == 0 {
 		t.Errorf("stats without the dirty data or allocator section: %+v %+v", st.Dirty, st.Alloc)
 	}
+	if st.Transport == nil || (st.Transport.Kind == control.TransportRings) != (st.Transport.Requests > 0) {
+		t.Errorf("stats transport %+v: want a kind, and requests counted exactly when it is io_uring", st.Transport)
+	}
 	lat := map[string]control.Latency{}
 	for _, l := range st.Latency {
 		lat[l.Name] = l

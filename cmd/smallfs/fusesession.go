@@ -127,6 +127,10 @@ func (s *fuseSession) Stats(st *control.Stats) {
 	}
 	st.Dirty = &control.Dirty{Bytes: s.vol.DirtyBytes(), Throttled: s.vol.Throttled()}
 	st.Alloc = volumeAlloc(s.vol)
+	st.Transport = &control.Transport{Kind: control.TransportDevice}
+	if c, ok := s.srv.Rings(); ok {
+		st.Transport = &control.Transport{Kind: control.TransportRings, Requests: c.Requests, Async: c.Async}
+	}
 	for _, l := range s.srv.Latencies() {
 		st.Latency = append(st.Latency, control.Latency{
 			Name: l.Op, Count: l.Count, Mean: l.Mean(), P50: l.Quantile(0.5), P99: l.Quantile(0.99),

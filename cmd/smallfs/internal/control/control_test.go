@@ -19,9 +19,10 @@ func sample() Stats {
 	return Stats{
 		Version: "v1", Pid: 42, Device: "/img", Mountpoint: "/mnt", Options: "rw",
 		Started: t0, Taken: t0.Add(90 * time.Second),
-		Space: &Space{BlockSize: 4096, Blocks: 100, BlocksFree: 75, BlocksAvail: 75, Files: 10, FilesFree: 9},
-		Alloc: &Alloc{FreeBlocks: 75, FreeExtents: 2, LargestFree: 64, Score: 0.25, Histogram: []uint64{0, 1, 0, 1}},
-		Dirty: &Dirty{Bytes: 65536, Throttled: 4},
+		Space:     &Space{BlockSize: 4096, Blocks: 100, BlocksFree: 75, BlocksAvail: 75, Files: 10, FilesFree: 9},
+		Alloc:     &Alloc{FreeBlocks: 75, FreeExtents: 2, LargestFree: 64, Score: 0.25, Histogram: []uint64{0, 1, 0, 1}},
+		Dirty:     &Dirty{Bytes: 65536, Throttled: 4},
+		Transport: &Transport{Kind: TransportRings, Requests: 1234, Async: 5},
 		Latency: []Latency{{Name: "LOOKUP", Count: 10, Mean: 1500 * time.Microsecond,
 			P50: 1024 * time.Microsecond, P99: 4096 * time.Microsecond}},
 		Ops: []Op{{Name: "LOOKUP", Count: 10, Errors: 1, Total: 10 * time.Millisecond, Max: 3 * time.Millisecond}},
@@ -50,6 +51,7 @@ func TestFetchRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Pid != 42 || got.Space == nil || got.Space.Blocks != 100 || len(got.Ops) != 1 || got.Dirty == nil || *got.Dirty != *want.Dirty ||
+		got.Transport == nil || *got.Transport != *want.Transport ||
 		len(got.Latency) != 1 || got.Latency[0] != want.Latency[0] ||
 		got.Ops[0].Max != 3*time.Millisecond || !got.Started.Equal(want.Started) ||
 		len(got.Accounting.Layers) != 1 || got.Accounting.Layers[0].Types[0].Peak != 12288 {
@@ -152,7 +154,7 @@ func TestWriteText(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"pid 42", "up 1m30s", "25.0% used", "largest 64", "fragmentation  0.2500", "2:1 8:1",
-		"65536 B", "4 writes throttled", "p99", "<1.024ms", "<4.096ms", "LOOKUP", "1ms", "3.0", "iobuf/4KiB", "12288", "iobuf.4KiB.misses", "7 goroutines",
+		"65536 B", "4 writes throttled", "io_uring  1234 requests  5 off the queues", "p99", "<1.024ms", "<4.096ms", "LOOKUP", "1ms", "3.0", "iobuf/4KiB", "12288", "iobuf.4KiB.misses", "7 goroutines",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
@@ -186,6 +188,7 @@ func TestMetrics(t *testing.T) {
 		"smallfs_uptime_seconds 90\n",
 		"smallfs_alloc_fragmentation 0.25\n",
 		"smallfs_dirty_bytes 65536\n",
+		"# TYPE smallfs_uring_requests_total counter\nsmallfs_uring_requests_total 1234\n",
 		`smallfs_request_latency_seconds{op="LOOKUP",quantile="0.99"} 0.004096`,
 		"# TYPE smallfs_throttled_writes_total counter\nsmallfs_throttled_writes_total 4\n",
 	} {

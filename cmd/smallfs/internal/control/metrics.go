@@ -63,6 +63,10 @@ func WriteMetrics(w io.Writer, st Stats) error {
 		fam("throttled_writes_total", "counter", "Writes that waited for the background write-back.")
 		sample("throttled_writes_total", float64(d.Throttled))
 	}
+	if t := st.Transport; t != nil && t.Kind == TransportRings {
+		fam("uring_requests_total", "counter", "FUSE requests answered through io_uring.")
+		sample("uring_requests_total", float64(t.Requests))
+	}
 	if len(st.Ops) > 0 {
 		fam("requests_total", "counter", "FUSE requests served, by operation.")
 		for _, op := range st.Ops {

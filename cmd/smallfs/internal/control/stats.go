@@ -21,6 +21,7 @@ type Stats struct {
 	Space      *Space              `json:"space,omitempty"`
 	Alloc      *Alloc              `json:"alloc,omitempty"`
 	Dirty      *Dirty              `json:"dirty,omitempty"`
+	Transport  *Transport          `json:"transport,omitempty"`
 	Ops        []Op                `json:"ops,omitempty"`
 	Latency    []Latency           `json:"latency,omitempty"`
 	Accounting accounting.Snapshot `json:"accounting"`
@@ -55,6 +56,19 @@ type Alloc struct {
 type Dirty struct {
 	Bytes     int64  `json:"bytes"`     // held by dirty buffers, what the dirty limit bounds
 	Throttled uint64 `json:"throttled"` // writes that waited for the background write-back
+}
+
+// Transport kinds.
+const (
+	TransportRings  = "io_uring"
+	TransportDevice = "/dev/fuse"
+)
+
+// Transport is how the kernel's requests reach the daemon.
+type Transport struct {
+	Kind     string `json:"kind"`     // "io_uring" or "/dev/fuse"
+	Requests uint64 `json:"requests"` // answered through the rings
+	Async    uint64 `json:"async"`    // of which off a queue's thread (FSYNC, FLUSH, ...)
 }
 
 // Op is the count and latency of one kind of request.

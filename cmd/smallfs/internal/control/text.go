@@ -33,6 +33,13 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 	if d := st.Dirty; d != nil {
 		p("\ndirty data\t%d B\t%d writes throttled\n", d.Bytes, d.Throttled)
 	}
+	if t := st.Transport; t != nil {
+		if t.Kind == TransportRings {
+			p("transport\t%s\t%d requests\t%d off the queues\n", t.Kind, t.Requests, t.Async)
+		} else {
+			p("transport\t%s\n", t.Kind)
+		}
+	}
 	if len(st.Ops) > 0 {
 		timed := false // latency columns only when the daemon measures it
 		for _, op := range st.Ops {
