@@ -109,6 +109,15 @@ func run(ctx context.Context, c *config, stdout, stderr io.Writer) (rep *Report,
 	}
 	r := &runner{w: w, sizes: c.sizes, rounds: c.rounds, targets: targets, progress: prog, warn: stderr, report: rep}
 	err = r.run(ctx)
+	// A target learns some of its detail by running (smallfs: io_uring
+	// or /dev/fuse).
+	for _, t := range targets {
+		for j := range rep.Targets {
+			if rep.Targets[j].Name == t.Name() {
+				rep.Targets[j].Detail = t.Detail()
+			}
+		}
+	}
 	rep.Elapsed = elapsedSince(t0)
 	rep.summarize()
 	return rep, err

@@ -39,6 +39,9 @@ type smallfsTarget struct {
 	// mounted is set once the mount command succeeded: only then is
 	// there a daemon to wait for and an image to check.
 	mounted bool
+	// transport is how the last mount took its requests, as its stats
+	// said ("io_uring", "/dev/fuse"); empty until a mount has answered.
+	transport string
 }
 
 func newSmallfs(name, bin, opts string, s *scratch) *smallfsTarget {
@@ -50,6 +53,9 @@ func (t *smallfsTarget) Detail() string {
 	d := "smallfs on an image file (" + t.bin + "; preallocate=" + t.s.prealloc.String() + ")"
 	if t.opts != "" {
 		d += ", -o " + t.opts
+	}
+	if t.transport != "" {
+		d += ", requests through " + t.transport
 	}
 	return d
 }
@@ -75,6 +81,9 @@ func (t *smallfsTarget) Mount(ctx context.Context, space int64) (string, error) 
 	t.mounted = true
 	if st, err := t.stats(); err == nil {
 		t.pid = st.Pid
+		if st.Transport != nil {
+			t.transport = st.Transport.Kind
+		}
 	}
 	return t.mnt, nil
 }
@@ -83,6 +92,9 @@ func (t *smallfsTarget) Mount(ctx context.Context, space int64) (string, error) 
 type daemonStats struct {
 	Pid        int                 `json:"pid"`
 	Accounting accounting.Snapshot `json:"accounting"`
+	Transport  *struct {
+		Kind string `json:"kind"`
+	} `json:"transport"`
 }
 
 func (t *smallfsTarget) stats() (daemonStats, error) {
