@@ -108,7 +108,7 @@ func (m *fsMount) open() {
 	}
 	m.dev, m.vol = dev, vol
 	opts := m.cfg.mount
-	if *allUring {
+	if *allUring && opts.Uring == sfuse.UringOff {
 		opts.Uring = sfuse.UringOn
 	}
 	opts.Accounting = m.reg

@@ -21,7 +21,9 @@ const opInit = 26
 // go-fuse's server goes on reading. The rings answer through a
 // fuse.ProtocolServer over the same fileSystem, set up with the INIT the
 // kernel sent.
-func startRings(srv *fuse.Server, fs *fileSystem, o *Options) (*uring.Transport, error) {
+//
+// fail is called if a ring fails while the connection lives.
+func startRings(srv *fuse.Server, fs *fileSystem, o *Options, fail func(error)) (*uring.Transport, error) {
 	fd, err := dupDeviceFd(srv)
 	if err != nil {
 		return nil, err
@@ -31,7 +33,7 @@ func startRings(srv *fuse.Server, fs *fileSystem, o *Options) (*uring.Transport,
 		_ = unix.Close(fd)
 		return nil, err
 	}
-	return uring.Start(fd, ps.HandleRequest, uring.Config{PayloadSize: o.MaxWrite})
+	return uring.Start(fd, ps.HandleRequest, uring.Config{PayloadSize: o.MaxWrite, OnFailure: fail})
 }
 
 // replayInit hands ps the kernel's INIT, so that it decodes requests for

@@ -75,7 +75,15 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 	switch {
 	case o.Uring == UringOff || statErr != nil:
 	case srv.KernelSettings().Flags64()&fuse.CAP_OVER_IO_URING != 0:
-		s.rings, ringErr = startRings(srv, fs, &o)
+		s.rings, ringErr = startRings(srv, fs, &o, func(err error) {
+			// Requests for that CPU's queue would wait forever: end the
+			// connection, as a daemon that died would, but with the
+			// volume intact.
+			o.Logger.WithError(err).Error("an io_uring queue failed; aborting the mount")
+			if aerr := s.Abort(); aerr != nil {
+				o.Logger.WithError(aerr).Error("abort after the io_uring failure")
+			}
+		})
 	case o.Uring == UringOn:
 		ringErr = fmt.Errorf("%w: the kernel did not offer it at INIT", uring.ErrUnavailable)
 	}

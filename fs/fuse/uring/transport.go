@@ -86,6 +86,11 @@ type Config struct {
 	// PayloadSize is the largest request or reply argument, in bytes: the
 	// mount's max_write (or its max_pages), at least 8 KiB.
 	PayloadSize int
+	// OnFailure, if set, is called once (on a goroutine of its own) when
+	// a queue stops on a failure rather than on the connection's end, or
+	// loses an entry to one: requests the kernel queues for that CPU may
+	// then never be answered, so the caller should end the connection.
+	OnFailure func(error)
 }
 
 // Counters are a Transport's running totals.
@@ -112,6 +117,9 @@ type Transport struct {
 
 	requests atomic.Uint64
 	async    atomic.Uint64
+
+	onFailure func(error)
+	failOnce  sync.Once
 }
 
 type queue struct {
@@ -148,7 +156,7 @@ type entry struct {
 // devFd from then on, also when Start fails: Wait closes it.
 func Start(devFd int, h Handler, c Config) (*Transport, error) {
 	c.PayloadSize = max(c.PayloadSize, 8192)
-	t := &Transport{devFd: devFd}
+	t := &Transport{devFd: devFd, onFailure: c.OnFailure}
 	n, err := possibleCPUs()
 	if err != nil {
 		t.closeQueues()
@@ -320,7 +328,7 @@ func (q *queue) pushCmd(i int, cmd uint32, commitID uint64) {
 // a thread that then blocks (in a system call, or on this very mount, as
 // the daemon's own probes do) would hold requests back, or deadlock.
 // Other goroutines hand entries back through finished and wake the
-// thread with a NOP, which completes without task work.
+// thread through an eventfd (answerAndCommit).
 func (q *queue) serve(started chan<- error) {
 	defer q.t.done.Done()
 	// The thread is pinned below and never unlocked: it ends with the
@@ -347,7 +355,7 @@ func (q *queue) serve(started chan<- error) {
 		n := q.r.takeUnsubmitted()
 		q.r.mu.Unlock()
 		if err := q.r.enter(n, true); err != nil {
-			q.err = fmt.Errorf("uring: queue %d: %w", q.qid, err)
+			q.fail(fmt.Errorf("uring: queue %d: %w", q.qid, err))
 			return
 		}
 		cqes = q.r.reap(cqes[:0])
@@ -368,8 +376,10 @@ func (q *queue) serve(started chan<- error) {
 				// unmount or abort), or the kernel refused the entry.
 				q.live--
 				errno := syscall.Errno(-c.res)
-				if errno != syscall.ENOTCONN && errno != syscall.ECONNABORTED && errno != syscall.ENODEV && q.err == nil {
-					q.err = fmt.Errorf("uring: queue %d entry %d: %w", q.qid, i, errno)
+				switch errno {
+				case syscall.ENOTCONN, syscall.ECONNABORTED, syscall.ENODEV, syscall.ECANCELED:
+				default:
+					q.fail(fmt.Errorf("uring: queue %d entry %d: %w", q.qid, i, errno))
 				}
 				continue
 			}
@@ -385,6 +395,17 @@ func (q *queue) serve(started chan<- error) {
 			q.pushCmd(i, cmdCommitAndFetch, commitID)
 			q.r.mu.Unlock()
 		}
+	}
+}
+
+// fail records the queue's first failure and reports the transport's
+// first to OnFailure. Only the queue's goroutine calls it.
+func (q *queue) fail(err error) {
+	if q.err == nil {
+		q.err = err
+	}
+	if q.t.onFailure != nil {
+		q.t.failOnce.Do(func() { go q.t.onFailure(err) })
 	}
 }
 

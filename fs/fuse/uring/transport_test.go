@@ -3,7 +3,9 @@ package uring
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -84,5 +86,28 @@ func TestMayWait(t *testing.T) {
 		if mayWait(op) != want {
 			t.Errorf("mayWait(%d) = %v", op, !want)
 		}
+	}
+}
+
+// TestFailReportsOnce: a queue keeps its first failure, and the transport
+// reports its first one once, whatever the number of queues that fail.
+func TestFailReportsOnce(t *testing.T) {
+	got := make(chan error, 4)
+	tr := &Transport{onFailure: func(err error) { got <- err }}
+	q1, q2 := &queue{t: tr}, &queue{t: tr}
+	first := errors.New("first")
+	q1.fail(first)
+	q1.fail(errors.New("second"))
+	q2.fail(errors.New("third"))
+	if err := <-got; err != first {
+		t.Errorf("OnFailure got %v, want the first failure", err)
+	}
+	select {
+	case err := <-got:
+		t.Errorf("OnFailure called again with %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if q1.err != first || q2.err == nil {
+		t.Errorf("queue errors %v, %v: each keeps its first", q1.err, q2.err)
 	}
 }
