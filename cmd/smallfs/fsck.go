@@ -26,6 +26,7 @@ type fsckReport struct {
 	Problems  []string `json:"problems"`  // found by the first check
 	Fixed     []string `json:"fixed"`     // changed by --repair
 	Remaining []string `json:"remaining"` // still there after repair
+	Notes     []string `json:"notes"`     // what the next mount completes after a crash; not problems
 	Status    int      `json:"status"`    // the exit status, as e2fsck
 }
 
@@ -45,7 +46,7 @@ func (a *app) fsck(args []string) int {
 	}
 	defer dev.Close()
 	r := fsckReport{Device: path, Repair: o.repair}
-	r.Problems, r.Fixed, r.Remaining, err = fsckVolume(path, dev, o.repair, a.status("fsck"))
+	r.Problems, r.Fixed, r.Remaining, r.Notes, err = fsckVolume(path, dev, o.repair, a.status("fsck"))
 	if err != nil {
 		return a.failf(fsckOperational, "fsck: %v", err)
 	}
@@ -69,6 +70,9 @@ func (a *app) fsck(args []string) int {
 }
 
 func (r *fsckReport) writeText(w io.Writer) error {
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "%s: note: %s\n", r.Device, n)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "%s: %s\n", r.Device, p)
 	}

@@ -13,55 +13,69 @@ import (
 // problems found, it opens the volume for real — which replays the log,
 // frees orphans and rebuilds free space from the extents in use, so leaked
 // blocks return — runs Repair, closes it with a fresh checkpoint, and
-// checks again. fixed lists what Open and Repair changed.
-func fsckVolume(path string, dev device.Device, repair bool, show status) (found, fixed, left []string, err error) {
+// checks again. fixed lists what Open and Repair changed; notes, what
+// the next mount will complete after a crash (not problems).
+func fsckVolume(path string, dev device.Device, repair bool, show status) (found, fixed, left, notes []string, err error) {
 	defer show("")
 	show("loading metadata")
-	found, err = inspect(path, dev, show)
+	found, notes, err = inspect(path, dev, show)
 	if err != nil || !repair || len(found) == 0 {
-		return found, nil, found, err
+		return found, nil, found, notes, err
 	}
 	show("repairing")
 	vol, err := volume.Open(dev, volume.Options{Logger: quiet(), CommitInterval: -1, Progress: progressLine(show)})
 	if err != nil {
-		return found, nil, found, nil // nothing could be repaired
+		return found, nil, found, notes, nil // nothing could be repaired
 	}
 	for _, ino := range vol.Recovery().Orphans {
 		fixed = append(fixed, volume.Problem{Ino: ino, What: "orphan freed"}.String())
 	}
+	notes = nil // done now, not at the next mount
 	done, rerr := vol.Repair()
 	fixed = append(fixed, problemStrings(done)...)
 	if err := errors.Join(rerr, vol.Close()); err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: repairing: %w", path, err)
+		return nil, nil, nil, nil, fmt.Errorf("%s: repairing: %w", path, err)
 	}
 	show("checking again")
-	left, err = inspect(path, dev, show)
-	return found, fixed, left, err
+	left, _, err = inspect(path, dev, show)
+	return found, fixed, left, notes, err
 }
 
 // inspect lists the problems of the volume on dev, opened read-only with
-// its progress shown: what Open had to repair on its own (its Recovery),
-// then what Check finds. Metadata too damaged to load is a problem of its
+// its progress shown (what Open had to repair that it should not have,
+// then what Check finds), and notes on what Open did after a crash. Metadata too damaged to load is a problem of its
 // own; an I/O failure is an error.
-func inspect(path string, dev device.Device, show status) ([]string, error) {
+func inspect(path string, dev device.Device, show status) (found, notes []string, err error) {
 	vol, err := openReadOnly(path, dev, progressLine(show))
 	switch {
 	case err != nil && volume.IsCorrupt(err):
-		return []string{"metadata cannot be loaded: " + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ")}, nil
+		return []string{"metadata cannot be loaded: " + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ")}, nil, nil
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	}
 	defer vol.Close()
-	found := recoveryProblems(vol.Recovery())
 	show("checking")
-	return append(found, problemStrings(vol.Check())...), nil
+	r := vol.Recovery()
+	return append(recoveryProblems(r), problemStrings(vol.Check())...), recoveryNotes(r), nil
 }
 
-// recoveryProblems are the problems Open repairs by itself. A replayed log
-// is not one: that is the journal doing its job after a crash.
+// recoveryProblems and recoveryNotes sort what Open completed by itself.
+// A replayed log is the journal doing its job after a crash, and not even
+// a note. Inodes without links that Open freed are, after a crash, what
+// every crash with recent deletes leaves: files unlinked while open, or
+// still known to the kernel, which had not sent its FORGET (ext4 keeps
+// an orphan list for the same). They are a note: the next mount frees
+// them. A cleanly closed volume has none, so there one is a problem.
 func recoveryProblems(r volume.Recovery) []string {
-	if n := len(r.Orphans); n > 0 {
+	if n := len(r.Orphans); n > 0 && r.Clean {
 		return []string{fmt.Sprintf("%d orphan inode(s): unlinked but never freed", n)}
+	}
+	return nil
+}
+
+func recoveryNotes(r volume.Recovery) []string {
+	if n := len(r.Orphans); n > 0 && !r.Clean {
+		return []string{fmt.Sprintf("%d inode(s) unlinked while open at the crash: the next mount frees them", n)}
 	}
 	return nil
 }

@@ -241,7 +241,9 @@ func (v *Volume) freeOrphans() error {
 
 // Recovery reports what Open did to make the volume consistent: whether it
 // had been closed cleanly, how many log transactions it replayed and which
-// orphan inodes it freed. fsck reports these as problems found and fixed.
+// orphan inodes it freed. fsck notes orphans freed after a crash (the
+// normal state when files were unlinked while open) and reports any in a
+// cleanly closed volume as problems.
 func (v *Volume) Recovery() Recovery {
 	r := v.recovery
 	r.Orphans = slices.Clone(r.Orphans)
