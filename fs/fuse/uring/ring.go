@@ -45,8 +45,9 @@ type params struct {
 	cqOff                                                                  cqOffsets
 }
 
-// ring is one io_uring instance with 128-byte SQEs. Any goroutine may
-// queue and submit SQEs (mu orders them); only one may reap completions.
+// ring is one io_uring instance with 128-byte SQEs. SQEs are queued under
+// mu; only one goroutine reaps completions. (Which thread submits matters
+// to FUSE: see queue.serve.)
 type ring struct {
 	fd     int
 	mem    []byte // SQ and CQ rings (one mapping: IORING_FEAT_SINGLE_MMAP)
@@ -136,14 +137,14 @@ func (r *ring) takeUnsubmitted() uint32 {
 // enter submits toSubmit SQEs and, if wait, blocks until a completion is
 // there. Interrupted calls are retried for what they had not done.
 func (r *ring) enter(toSubmit uint32, wait bool) error {
-	var min, flags uintptr
+	var minComplete, flags uintptr
 	if wait {
-		min, flags = 1, enterGetEvents
+		minComplete, flags = 1, enterGetEvents
 	}
 	for {
-		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), min, flags, 0, 0)
+		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), minComplete, flags, 0, 0)
 		if errno == 0 {
-			toSubmit -= min32(uint32(n), toSubmit)
+			toSubmit -= min(uint32(n), toSubmit)
 			if toSubmit == 0 {
 				return nil
 			}
@@ -154,13 +155,6 @@ func (r *ring) enter(toSubmit uint32, wait bool) error {
 		}
 		return fmt.Errorf("io_uring_enter: %w", errno)
 	}
-}
-
-func min32(a, b uint32) uint32 {
-	if a < b {
-		return a
-	}
-	return b
 }
 
 // reap appends the completions that have arrived to buf and returns it.
