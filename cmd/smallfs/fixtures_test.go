@@ -152,6 +152,23 @@ func makeClean(t *testing.T, path string) []format.Record {
 // makeUnclean leaves a volume as a crash would: its last file is in the
 // durable log, and the superblock says not clean.
 func makeUnclean(t *testing.T, path string) {
+	crashAfter(t, path, func(vol *volume.Volume) (cleanup func()) {
+		_, h, err := vol.Create(volume.Context{}, volume.RootIno, "after-crash", 0o644, syscall.O_WRONLY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.WriteAt([]byte("in the log only\n"), 0)
+		h.Release()
+		return func() {}
+	})
+}
+
+// crashAfter makes a clean volume at path, runs change on it and commits,
+// then puts back the image as it was at that moment, as a crash would
+// leave it. The cleanup change returns (releasing what it holds open)
+// and the close run after the copy, so they leave no trace.
+func crashAfter(t *testing.T, path string, change func(*volume.Volume) (cleanup func())) {
+	t.Helper()
 	makeClean(t, path)
 	dev, err := device.Open(path, device.Options{})
 	if err != nil {
@@ -161,12 +178,7 @@ func makeUnclean(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, h, err := vol.Create(volume.Context{}, volume.RootIno, "after-crash", 0o644, syscall.O_WRONLY)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.WriteAt([]byte("in the log only\n"), 0)
-	h.Release()
+	cleanup := change(vol)
 	if err := vol.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +187,7 @@ func makeUnclean(t *testing.T, path string) {
 	if _, err := dev.ReadAt(raw, 0); err != nil {
 		t.Fatal(err)
 	}
+	cleanup()
 	vol.Close()
 	dev.Close()
 	if err := os.WriteFile(path, raw, 0o644); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,36 +44,17 @@ func TestFsckRepairLost(t *testing.T) {
 func TestFsckCrashOrphanIsANote(t *testing.T) {
 	dir := t.TempDir()
 	img := filepath.Join(dir, "crash.img")
-	makeClean(t, img)
-	dev, err := device.Open(img, device.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vol, err := volume.Open(dev, volume.Options{CommitInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, h, err := vol.Create(volume.Context{}, volume.RootIno, "open-at-crash", 0o644, syscall.O_WRONLY)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.WriteAt([]byte("gone with the crash\n"), 0)
-	if err := vol.Unlink(volume.Context{}, volume.RootIno, "open-at-crash"); err != nil {
-		t.Fatal(err)
-	}
-	if err := vol.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	raw := make([]byte, dev.Size()) // the image as a crash would leave it
-	if _, err := dev.ReadAt(raw, 0); err != nil {
-		t.Fatal(err)
-	}
-	h.Release()
-	vol.Close()
-	dev.Close()
-	if err := os.WriteFile(img, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	crashAfter(t, img, func(vol *volume.Volume) func() {
+		_, h, err := vol.Create(volume.Context{}, volume.RootIno, "open-at-crash", 0o644, syscall.O_WRONLY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.WriteAt([]byte("gone with the crash\n"), 0)
+		if err := vol.Unlink(volume.Context{}, volume.RootIno, "open-at-crash"); err != nil {
+			t.Fatal(err)
+		}
+		return func() { h.Release() }
+	})
 	for _, args := range [][]string{{"fsck"}, {"fsck", "--repair"}} {
 		code, stdout, stderr := runCLI(t, dir, append(args, img)...)
 		if code != 0 || !strings.Contains(stdout, "note: 1 inode(s) unlinked while open at the crash") || !strings.Contains(stdout, ": clean") {
@@ -82,11 +62,11 @@ func TestFsckCrashOrphanIsANote(t *testing.T) {
 		}
 	}
 	// The next mount frees it; then there is nothing to note.
-	dev, err = device.Open(img, device.Options{})
+	dev, err := device.Open(img, device.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vol, err = volume.Open(dev, volume.Options{})
+	vol, err := volume.Open(dev, volume.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
