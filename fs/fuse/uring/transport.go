@@ -148,6 +148,8 @@ type entry struct {
 	header   []byte
 	payload  []byte
 	iov      [2]unix.Iovec
+	in       [3][]byte // the handler's views of the request and reply,
+	out      [2][]byte // kept here so that a request allocates none
 }
 
 // Start registers Depth entries on every queue of the connection devFd
@@ -454,9 +456,9 @@ func (q *queue) answer(e *entry) uint64 {
 	if opSz >= 0 && opSz <= 128 && payloadSz <= len(e.payload) {
 		// The reply header goes to in_out; every reply argument, the
 		// per-op one included, to the payload.
-		in := [][]byte{hdr[hdrInOut : hdrInOut+inHeaderSize], hdr[hdrOpIn : hdrOpIn+opSz], e.payload[:payloadSz]}
-		out := [][]byte{hdr[hdrInOut : hdrInOut+outHeaderSize], e.payload}
-		n, status = q.h(in, out)
+		e.in = [3][]byte{hdr[hdrInOut : hdrInOut+inHeaderSize], hdr[hdrOpIn : hdrOpIn+opSz], e.payload[:payloadSz]}
+		e.out = [2][]byte{hdr[hdrInOut : hdrInOut+outHeaderSize], e.payload}
+		n, status = q.h(e.in[:], e.out[:])
 	}
 	q.t.requests.Add(1)
 	if n < outHeaderSize {
