@@ -15,7 +15,7 @@ import (
 // opInit is FUSE_INIT's opcode.
 const opInit = 26
 
-// startRings moves the connection's requests from /dev/fuse to io_uring
+// newRings moves the connection's requests from /dev/fuse to io_uring
 // (Options.Uring): INIT agreed on FUSE_OVER_IO_URING, and
 // the rings serve every request but INIT, FORGET and INTERRUPT, which
 // go-fuse's server goes on reading. The rings answer through a
@@ -23,7 +23,7 @@ const opInit = 26
 // kernel sent.
 //
 // fail is called if a ring fails while the connection lives.
-func startRings(srv *fuse.Server, fs *fileSystem, o *Options, fail func(error)) (*uring.Transport, error) {
+func newRings(srv *fuse.Server, fs *fileSystem, o *Options, fail func(error)) (*uring.Transport, error) {
 	fd, err := dupDeviceFd(srv)
 	if err != nil {
 		return nil, err

@@ -68,24 +68,9 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 	var st unix.Statx_t
 	statErr := unix.Statx(unix.AT_FDCWD, mountpoint, unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE, &st)
 	s.conn = st.Dev_minor
-	// NewServer has answered INIT. If it agreed on io_uring, the kernel
-	// holds every request until each queue has an entry, so the rings
-	// start before anything (the serve loop, WaitMount's probe) sends one.
 	var ringErr error
-	switch {
-	case o.Uring == UringOff || statErr != nil:
-	case srv.KernelSettings().Flags64()&fuse.CAP_OVER_IO_URING != 0:
-		s.rings, ringErr = startRings(srv, fs, &o, func(err error) {
-			// Requests for that CPU's queue would wait forever: end the
-			// connection, as a daemon that died would, but with the
-			// volume intact.
-			o.Logger.WithError(err).Error("an io_uring queue failed; aborting the mount")
-			if aerr := s.Abort(); aerr != nil {
-				o.Logger.WithError(aerr).Error("abort after the io_uring failure")
-			}
-		})
-	case o.Uring == UringOn:
-		ringErr = fmt.Errorf("%w: the kernel did not offer it at INIT", uring.ErrUnavailable)
+	if statErr == nil {
+		ringErr = s.startRings(&o)
 	}
 	go func() {
 		srv.Serve()
@@ -115,6 +100,32 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 		"uring": s.rings != nil,
 	}).Info("mounted")
 	return s, nil
+}
+
+// startRings starts the io_uring transport if INIT agreed on it. NewServer
+// has answered INIT, so the kernel now holds every request until each
+// queue has an entry: this runs before anything (the serve loop,
+// WaitMount's probe) sends one.
+func (s *Server) startRings(o *Options) error {
+	switch {
+	case o.Uring == UringOff:
+		return nil
+	case s.fuse.KernelSettings().Flags64()&fuse.CAP_OVER_IO_URING != 0:
+		var err error
+		s.rings, err = newRings(s.fuse, s.fs, o, func(err error) {
+			// Requests for that CPU's queue would wait forever: end the
+			// connection, as a daemon that died would, but with the
+			// volume intact.
+			o.Logger.WithError(err).Error("an io_uring queue failed; aborting the mount")
+			if aerr := s.Abort(); aerr != nil {
+				o.Logger.WithError(aerr).Error("abort after the io_uring failure")
+			}
+		})
+		return err
+	case o.Uring == UringOn:
+		return fmt.Errorf("%w: the kernel did not offer it at INIT", uring.ErrUnavailable)
+	}
+	return nil
 }
 
 // newServer mounts with mount(2), which takes every generic flag as a bit,
