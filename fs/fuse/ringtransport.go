@@ -16,13 +16,11 @@ import (
 const opInit = 26
 
 // newRings moves the connection's requests from /dev/fuse to io_uring
-// (Options.Uring): INIT agreed on FUSE_OVER_IO_URING, and
-// the rings serve every request but INIT, FORGET and INTERRUPT, which
-// go-fuse's server goes on reading. The rings answer through a
-// fuse.ProtocolServer over the same fileSystem, set up with the INIT the
-// kernel sent.
-//
-// fail is called if a ring fails while the connection lives.
+// (Options.Uring) once INIT has agreed on FUSE_OVER_IO_URING. The rings
+// serve every request but INIT, FORGET and INTERRUPT, which go-fuse's
+// server goes on reading, and answer through a fuse.ProtocolServer over
+// the same fileSystem, set up with the INIT the kernel sent. fail is
+// called if a ring fails while the connection lives.
 func newRings(srv *fuse.Server, fs *fileSystem, o *Options, fail func(error)) (*uring.Transport, error) {
 	fd, err := dupDeviceFd(srv)
 	if err != nil {
