@@ -418,10 +418,10 @@ func TestXattrsWithSecurityLabels(t *testing.T) {
 	}
 }
 
-// TestAccess mounts without default_permissions, so the kernel asks the
-// adapter for access(2).
+// TestAccess: a mount only root can reach has no default_permissions, so
+// the kernel asks the adapter for access(2).
 func TestAccess(t *testing.T) {
-	m := newMount(t, func(c *config) { c.mount.NoDefaultPermissions = true })
+	m := newMount(t)
 	writeFile(t, m.path("f"), nil)
 	must(t, os.Chmod(m.path("f"), 0o644))
 	must(t, unix.Access(m.path("f"), unix.R_OK|unix.W_OK))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	sfuse "github.com/smallfs/smallfs/fs/fuse"
 )
 
 // Kernel round trips per operation (issue 7: a stat or re-read of a file
@@ -72,9 +74,11 @@ func (m *fsMount) costOf(t *testing.T, want requestMix, op func() error) request
 //   - GETXATTR security.capability before the first write to an inode
 //     the kernel has not checked yet (later writes: none, S_NOSEC, until
 //     a GETATTR refreshes the inode).
-//   - GETATTR of the directory: a create or unlink invalidates the
-//     directory's attributes in the kernel, and default_permissions needs
-//     them for the next path walk through it.
+//   - GETATTR of the directory, only where the kernel checks mode bits
+//     (default_permissions; a mount only root can reach leaves them to
+//     the adapter): a create or unlink invalidates the directory's
+//     attributes in the kernel, and its check of the next path walk
+//     through the directory needs them.
 //   - GETATTR of a file after a WRITE: the kernel invalidates size and
 //     mtime on write (without the writeback cache, which costs more,
 //     docs/FUSE.md).
@@ -89,19 +93,22 @@ func TestRoundTrips(t *testing.T) {
 		name           string
 		normal, noOpen mix
 		op             func(m *fsMount) error
+		dirCheck       uint64 // GETATTRs of the directory under kernel checks
 	}{
-		{"create", mix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1, "GETATTR": 1},
-			mix{"LOOKUP": 1, "MKNOD": 1, "GETXATTR": 1, "WRITE": 1, "GETATTR": 1}, rtWrite("f")},
-		{"stat after write", mix{"GETATTR": 2}, mix{"GETATTR": 2}, rtStat},
-		{"stat", mix{}, mix{}, rtStat},
-		{"read", mix{"OPEN": 1, "RELEASE": 1}, mix{}, rtRead("f")},
-		{"re-read", mix{"OPEN": 1, "RELEASE": 1}, mix{}, rtRead("f")},
-		{"append", mix{"OPEN": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1}, mix{"GETXATTR": 1, "WRITE": 1}, rtAppend},
-		{"append again", mix{"OPEN": 1, "WRITE": 1, "RELEASE": 1}, mix{"WRITE": 1}, rtAppend},
-		{"rewrite (O_TRUNC)", mix{"OPEN": 1, "WRITE": 1, "RELEASE": 1}, mix{"SETATTR": 1, "GETXATTR": 1, "WRITE": 1}, rtWrite("f")},
-		{"chmod", mix{"SETATTR": 1}, mix{"SETATTR": 1}, func(m *fsMount) error { return os.Chmod(m.path("f"), 0o600) }},
-		{"stat after chmod", mix{}, mix{}, rtStat},
-		{"delete", mix{"UNLINK": 1}, mix{"UNLINK": 1}, func(m *fsMount) error { return os.Remove(m.path("f")) }},
+		{"create", mix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1},
+			mix{"LOOKUP": 1, "MKNOD": 1, "GETXATTR": 1, "WRITE": 1}, rtWrite("f"), 1},
+		{"stat after write", mix{"GETATTR": 1}, mix{"GETATTR": 1}, rtStat, 1},
+		{"stat", mix{}, mix{}, rtStat, 0},
+		{"read", mix{"OPEN": 1, "RELEASE": 1}, mix{}, rtRead("f"), 0},
+		{"re-read", mix{"OPEN": 1, "RELEASE": 1}, mix{}, rtRead("f"), 0},
+		{"append", mix{"OPEN": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1}, mix{"GETXATTR": 1, "WRITE": 1}, rtAppend, 0},
+		{"append again", mix{"OPEN": 1, "WRITE": 1, "RELEASE": 1}, mix{"WRITE": 1}, rtAppend, 0},
+		{"rewrite (O_TRUNC)", mix{"OPEN": 1, "WRITE": 1, "RELEASE": 1}, mix{"SETATTR": 1, "GETXATTR": 1, "WRITE": 1}, rtWrite("f"), 0},
+		{"chmod", mix{"SETATTR": 1}, mix{"SETATTR": 1}, func(m *fsMount) error { return os.Chmod(m.path("f"), 0o600) }, 0},
+		{"stat after chmod", mix{}, mix{}, rtStat, 0},
+		{"delete", mix{"UNLINK": 1}, mix{"UNLINK": 1}, func(m *fsMount) error { return os.Remove(m.path("f")) }, 0},
+		{"delete in a changed directory", mix{"UNLINK": 1}, mix{"UNLINK": 1},
+			func(m *fsMount) error { return os.Remove(m.path("second")) }, 1},
 	}
 	// withFlush is a default-mode mix under FlushOnClose: one FLUSH more
 	// per close of a file opened for writing.
@@ -112,36 +119,51 @@ func TestRoundTrips(t *testing.T) {
 		}
 		return out
 	}
-	for _, mode := range []string{"default", "flush-on-close", "no-open"} {
+	// withDirCheck adds the directory's GETATTRs of kernel mode checks.
+	withDirCheck := func(in mix, n uint64) mix {
+		out := maps.Clone(in)
+		if n > 0 {
+			out["GETATTR"] += n
+		}
+		return out
+	}
+	for _, mode := range []string{"default", "flush-on-close", "no-open", "kernel-permissions"} {
 		t.Run(mode, func(t *testing.T) {
 			noOpen := mode == "no-open"
 			m := newMount(t, func(c *config) {
 				c.mount.NoOpen = noOpen
 				c.mount.FlushOnClose = mode == "flush-on-close"
+				if mode == "kernel-permissions" {
+					c.mount.Permissions = sfuse.PermissionsKernel
+				}
 			})
 			// Warm-up: the kernel learns about OPEN and FLUSH the first
 			// time in no-open mode, and the second create leaves the
 			// directory's attributes invalid, as a create in a busy
 			// directory does.
 			warm := []struct {
-				want mix
-				op   func(*fsMount) error
+				want     mix
+				op       func(*fsMount) error
+				dirCheck uint64
 			}{
-				{mix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1}, rtWrite("first")},
-				{mix{"GETATTR": 2, "OPEN": 1, "RELEASE": 1}, rtRead("first")},
-				{mix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1}, rtWrite("second")},
+				{mix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1}, rtWrite("first"), 0},
+				{mix{"GETATTR": 1, "OPEN": 1, "RELEASE": 1}, rtRead("first"), 1},
+				{mix{"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1}, rtWrite("second"), 0},
 			}
 			if noOpen {
 				// CREATE, OPEN and FLUSH are answered ENOSYS once; the
 				// kernel then creates with MKNOD and opens the new file
 				// without a request.
 				warm[0].want = mix{"LOOKUP": 1, "CREATE": 1, "MKNOD": 1, "OPEN": 1, "GETXATTR": 1, "WRITE": 1, "FLUSH": 1}
-				warm[1].want = mix{"GETATTR": 2}
+				warm[1].want = mix{"GETATTR": 1}
 				warm[2].want = mix{"LOOKUP": 1, "MKNOD": 1, "GETXATTR": 1, "WRITE": 1}
 			}
 			for i, w := range warm {
-				if mode == "flush-on-close" {
+				switch mode {
+				case "flush-on-close":
 					w.want = withFlush(w.want)
+				case "kernel-permissions":
+					w.want = withDirCheck(w.want, w.dirCheck)
 				}
 				if got := m.costOf(t, w.want, func() error { return w.op(m) }); !maps.Equal(got, w.want) {
 					t.Errorf("warm-up %d: requests %v, want %v", i, got, w.want)
@@ -154,6 +176,8 @@ func TestRoundTrips(t *testing.T) {
 					want = s.noOpen
 				case "flush-on-close":
 					want = withFlush(want)
+				case "kernel-permissions":
+					want = withDirCheck(want, s.dirCheck)
 				}
 				if got := m.costOf(t, want, func() error { return s.op(m) }); !maps.Equal(got, want) {
 					t.Errorf("%s: requests %v, want %v", s.name, got, want)

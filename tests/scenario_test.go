@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	sfuse "github.com/smallfs/smallfs/fs/fuse"
 )
 
 // TestLargeDirectory fills one directory with 10^5 names, lists it with
@@ -355,9 +358,15 @@ func openPath(t testing.TB, dir string) {
 }
 
 // TestPermissions checks the mount options that decide who may do what:
-// default_permissions (the kernel checks mode bits) and allow_other.
+// default_permissions (the kernel checks mode bits) and allow_other. The
+// kernel checks wherever a caller other than root can reach the mount; a
+// mount only root can reach leaves root's checks to the adapter, and the
+// kernel still refuses to execute a file without execute bits.
 func TestPermissions(t *testing.T) {
 	m := newMount(t, func(c *config) { c.mount.AllowOther = true })
+	if _, super := mountOptions(t, m.Dir); !slices.Contains(super, "default_permissions") {
+		t.Errorf("mount with allow_other: options %q lack default_permissions", super)
+	}
 	openPath(t, m.Dir)
 	writeFile(t, m.path("f"), []byte("public"))
 	must(t, os.Chmod(m.path("f"), 0o644))
@@ -376,6 +385,24 @@ func TestPermissions(t *testing.T) {
 	writeFile(t, private.path("f"), nil)
 	if out, err := asNobody("stat", private.path("f")); err == nil || !strings.Contains(out, "Permission denied") {
 		t.Errorf("another user reaching a mount without allow_other: %q %v", out, err)
+	}
+	if _, super := mountOptions(t, private.Dir); slices.Contains(super, "default_permissions") {
+		t.Errorf("mount only root can reach: options %q have default_permissions", super)
+	}
+	script := private.path("script")
+	writeFile(t, script, []byte("#!/bin/sh\nexit 0\n"))
+	must(t, os.Chmod(script, 0o644))
+	if err := exec.Command(script).Run(); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("root executing a 0644 file: %v, want EACCES", err)
+	}
+	must(t, os.Chmod(script, 0o744))
+	if err := exec.Command(script).Run(); err != nil {
+		t.Errorf("root executing a 0744 file: %v", err)
+	}
+
+	kernel := newMount(t, func(c *config) { c.mount.Permissions = sfuse.PermissionsKernel })
+	if _, super := mountOptions(t, kernel.Dir); !slices.Contains(super, "default_permissions") {
+		t.Errorf("mount with PermissionsKernel: options %q lack default_permissions", super)
 	}
 }
 

@@ -55,6 +55,7 @@ func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.P
 		AttrTimeout:     fuseTimeout(c.AttrTimeout),
 		NegativeTimeout: fuseTimeout(c.NegativeTimeout),
 		AllowOther:      c.AllowOther,
+		Permissions:     c.Permissions,
 		ReadOnly:        c.ReadOnly,
 		// The generic options (noexec, noatime, sync, ...) are applied by
 		// the mount itself; suid and dev only when asked for.

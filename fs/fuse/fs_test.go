@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -649,23 +650,51 @@ func TestOptions(t *testing.T) {
 	if o.EntryTimeout != 0 || o.AttrTimeout != 5*time.Second {
 		t.Errorf("timeouts: %v %v", o.EntryTimeout, o.AttrTimeout)
 	}
-	_, err = Options{MaxWrite: 10, MaxBackground: 1 << 20, MaxInflightRequestBytes: -1, ReadDirPlus: 7}.withDefaults()
+	_, err = Options{MaxWrite: 10, MaxBackground: 1 << 20, MaxInflightRequestBytes: -1, ReadDirPlus: 7, Permissions: 9}.withDefaults()
 	if !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("bad options: %v", err)
 	}
-	for _, f := range []string{"MaxWrite", "MaxBackground", "MaxInflightRequestBytes", "ReadDirPlus"} {
+	for _, f := range []string{"MaxWrite", "MaxBackground", "MaxInflightRequestBytes", "ReadDirPlus", "Permissions"} {
 		if !strings.Contains(err.Error(), f) {
 			t.Errorf("error does not name %s: %v", f, err)
 		}
 	}
 	mo := o.mountOptions(true)
-	if !slices.Contains(mo.Options, "default_permissions") || mo.AllowOther || mo.ExtraCapabilities&fuse.CAP_READDIRPLUS_AUTO == 0 {
+	if mo.AllowOther || mo.ExtraCapabilities&fuse.CAP_READDIRPLUS_AUTO == 0 {
 		t.Errorf("mount options: %+v", mo)
 	}
-	ro := Options{ReadOnly: true, NoDefaultPermissions: true, ReadDirPlus: ReadDirPlusNever}
+	ro := Options{ReadOnly: true, ReadDirPlus: ReadDirPlusNever}
 	mo = ro.mountOptions(true)
-	if mo.DirectMountFlags&syscall.MS_RDONLY == 0 || slices.Contains(mo.Options, "default_permissions") || !mo.DisableReadDirPlus {
+	if mo.DirectMountFlags&syscall.MS_RDONLY == 0 || !mo.DisableReadDirPlus {
 		t.Errorf("read-only mount options: %+v", mo)
+	}
+}
+
+// TestKernelPermissions: the kernel checks mode bits wherever a caller
+// other than root can reach the mount, and wherever it is asked to.
+func TestKernelPermissions(t *testing.T) {
+	param, err := os.ReadFile(sysAdminAccessParam)
+	sysAdmin := err == nil && strings.TrimSpace(string(param)) != "N"
+	for _, c := range []struct {
+		opts   Options
+		uid    int
+		kernel bool
+	}{
+		{Options{}, 0, sysAdmin},
+		{Options{ReadOnly: true}, 0, sysAdmin},
+		{Options{}, 1000, true},
+		{Options{AllowOther: true}, 0, true},
+		{Options{Permissions: PermissionsKernel}, 0, true},
+	} {
+		if got := c.opts.kernelPermissions(c.uid); got != c.kernel {
+			t.Errorf("%+v owned by uid %d: kernel checks %v, want %v", c.opts, c.uid, got, c.kernel)
+		}
+	}
+	o := Options{AllowOther: true}
+	for _, direct := range []bool{true, false} {
+		if mo := o.mountOptions(direct); !slices.Contains(mo.Options, "default_permissions") {
+			t.Errorf("allow_other (direct %v): options %q lack default_permissions", direct, mo.Options)
+		}
 	}
 }
 

@@ -73,6 +73,31 @@ func (m UringMode) UsesRings() bool {
 	return m != UringOff && uring.Available() == nil
 }
 
+// Permissions chooses who checks mode bits; see "# Permissions" in doc.go.
+type Permissions uint8
+
+const (
+	// PermissionsAuto has the kernel check mode bits (default_permissions)
+	// unless only root can reach the mount: mounted by root, without
+	// AllowOther, with the fuse module's allow_sys_admin_access off. Mode
+	// bits do not stop root but for execute, which the kernel checks
+	// either way, so there the kernel's checks would decide nothing and
+	// cost a GETATTR of a directory after every change in it.
+	PermissionsAuto Permissions = iota
+	// PermissionsKernel always mounts with default_permissions.
+	PermissionsKernel
+)
+
+func (p Permissions) String() string {
+	switch p {
+	case PermissionsAuto:
+		return "auto"
+	case PermissionsKernel:
+		return "kernel"
+	}
+	return fmt.Sprintf("Permissions(%d)", uint8(p))
+}
+
 // Options tunes a mount. The zero value gives the defaults stated on each
 // field; Mount fills them in on its own copy and rejects bad values, naming
 // every bad field at once.
@@ -90,11 +115,10 @@ type Options struct {
 	NegativeTimeout time.Duration
 	// ReadDirPlus is the listing policy. Default ReadDirPlusAuto.
 	ReadDirPlus ReadDirPlus
-	// NoDefaultPermissions turns off the kernel's mode-bit checks
-	// (default_permissions). Default false: the kernel checks; the volume
-	// never checks mode bits itself, so turning this off leaves only the
-	// adapter's ACCESS answer and no enforcement on open or create.
-	NoDefaultPermissions bool
+	// Permissions chooses whether the kernel checks mode bits
+	// (default_permissions). Default PermissionsAuto: it does wherever
+	// anyone but root can reach the mount.
+	Permissions Permissions
 	// AllowOther lets users other than the mounting one see the mount.
 	// Default false.
 	AllowOther bool
@@ -184,6 +208,9 @@ func (o Options) withDefaults() (Options, error) {
 	o.NegativeTimeout = timeoutDefault(o.NegativeTimeout)
 	if o.Uring > UringOn {
 		errs = append(errs, fmt.Errorf("Uring %d is not a mode: %w", o.Uring, ErrInvalidOption))
+	}
+	if o.Permissions > PermissionsKernel {
+		errs = append(errs, fmt.Errorf("Permissions %d is not a policy: %w", o.Permissions, ErrInvalidOption))
 	}
 	if o.ReadDirPlus > ReadDirPlusNever {
 		errs = append(errs, fmt.Errorf("ReadDirPlus %d is not a policy: %w", o.ReadDirPlus, ErrInvalidOption))

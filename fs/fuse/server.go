@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,7 +60,7 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 		}
 	}
 	fs := newFileSystem(vol, dev, o)
-	srv, err := newServer(fs, mountpoint, &o)
+	srv, mo, err := newServer(fs, mountpoint, &o)
 	if err != nil {
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
@@ -97,7 +99,7 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 		"mountpoint": mountpoint, "entry_timeout": o.EntryTimeout, "attr_timeout": o.AttrTimeout,
 		"negative_timeout": o.NegativeTimeout, "readdirplus": o.ReadDirPlus, "read_only": o.ReadOnly,
 		"max_write": o.MaxWrite, "zero_copy_reads": fs.devFd >= 0, "no_open": o.NoOpen,
-		"uring": s.rings != nil,
+		"uring": s.rings != nil, "kernel_permissions": slices.Contains(mo.Options, "default_permissions"),
 	}).Info("mounted")
 	return s, nil
 }
@@ -130,13 +132,16 @@ func (s *Server) startRings(o *Options) error {
 
 // newServer mounts with mount(2), which takes every generic flag as a bit,
 // and falls back to fusermount3, which takes them as names, when the
-// kernel refuses an unprivileged caller.
-func newServer(fs *fileSystem, mountpoint string, o *Options) (*fuse.Server, error) {
-	srv, err := fuse.NewServer(fs, mountpoint, o.mountOptions(true))
+// kernel refuses an unprivileged caller. It returns the options it
+// mounted with.
+func newServer(fs *fileSystem, mountpoint string, o *Options) (*fuse.Server, *fuse.MountOptions, error) {
+	mo := o.mountOptions(true)
+	srv, err := fuse.NewServer(fs, mountpoint, mo)
 	if errors.Is(err, syscall.EPERM) {
-		srv, err = fuse.NewServer(fs, mountpoint, o.mountOptions(false))
+		mo = o.mountOptions(false)
+		srv, err = fuse.NewServer(fs, mountpoint, mo)
 	}
-	return srv, err
+	return srv, mo, err
 }
 
 // mountOptions translates Options into go-fuse's, for mount(2) (direct)
@@ -176,10 +181,38 @@ func (o *Options) mountOptions(direct bool) *fuse.MountOptions {
 	if o.ReadDirPlus == ReadDirPlusAuto {
 		mo.ExtraCapabilities |= fuse.CAP_READDIRPLUS_AUTO
 	}
-	if !o.NoDefaultPermissions {
+	// The mount's owner is the user_id the kernel admits without
+	// allow_other: go-fuse passes the effective uid to mount(2),
+	// fusermount3 the real one.
+	owner := os.Getuid()
+	if direct {
+		owner = os.Geteuid()
+	}
+	if o.kernelPermissions(owner) {
 		mo.Options = append(mo.Options, "default_permissions")
 	}
 	return mo
+}
+
+// sysAdminAccessParam is the fuse module's switch that admits processes
+// with CAP_SYS_ADMIN to every FUSE mount, whatever their uid.
+const sysAdminAccessParam = "/sys/module/fuse/parameters/allow_sys_admin_access"
+
+// kernelPermissions reports whether a mount owned by uid needs the
+// kernel's mode checks: unless Permissions says so, only where a caller
+// other than root can reach it. Without allow_other the kernel admits
+// only callers whose every uid and gid are the owner's; the module's
+// allow_sys_admin_access (checked at each request, so read here and
+// assumed on when unreadable) would admit others.
+func (o *Options) kernelPermissions(uid int) bool {
+	if o.Permissions == PermissionsKernel || o.AllowOther || uid != 0 {
+		return true
+	}
+	b, err := os.ReadFile(sysAdminAccessParam)
+	if errors.Is(err, os.ErrNotExist) {
+		return false // a kernel that predates the switch
+	}
+	return err != nil || strings.TrimSpace(string(b)) != "N"
 }
 
 // logWriter carries go-fuse's log lines (its request trace under Debug,

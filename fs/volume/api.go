@@ -21,7 +21,8 @@ import "strconv"
 //     TrackLookups (in-process use) only links and opens keep an inode alive.
 //   - Context carries the caller's credentials for new inodes and the
 //     sticky-bit check; permission checks against mode bits are the kernel's
-//     (default_permissions), not the volume's.
+//     (default_permissions, where anyone but root can reach the mount: fs/fuse
+//     "# Permissions"), never the volume's.
 //
 // Methods (names fixed; parameters may grow an options struct). Flag
 // constants: RenameNoReplace/RenameExchange, XattrCreate/XattrReplace,

@@ -24,9 +24,13 @@ type Config struct {
 	// been; dev and suid clear them.
 	Flags uintptr
 	// AllowOther lets users other than the mounter reach the files
-	// (allow_other). Default false. Permissions are checked by the kernel
-	// either way (default_permissions is always on).
+	// (allow_other). Default false. The kernel then checks permissions
+	// (default_permissions).
 	AllowOther bool
+	// Permissions is who checks mode bits: fs/fuse Options.Permissions.
+	// Default auto: the kernel, wherever anyone but root can reach the
+	// mount; default_permissions makes it the kernel always.
+	Permissions sfuse.Permissions
 	// FsName is the source column of /proc/mounts and df (fsname=).
 	// Default: the device path as given.
 	FsName string
@@ -198,6 +202,9 @@ func (c Config) String() string {
 	parts := c.KernelOptions()
 	if c.AllowOther {
 		parts = append(parts, "allow_other")
+	}
+	if c.Permissions == sfuse.PermissionsKernel {
+		parts = append(parts, "default_permissions")
 	}
 	if c.Debug {
 		parts = append(parts, "debug")

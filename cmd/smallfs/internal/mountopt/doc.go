@@ -17,7 +17,8 @@
 //     mean something only to mount(8), fstab ordering or systemd and are
 //     accepted without effect (listed in Config.Ignored for the log).
 //   - FUSE options smallfs supports: allow_other, default_permissions
-//     (always on), fsname=, subtype= (ignored: the type is fuse.smallfs).
+//     (the kernel checks mode bits also on a mount only root can reach),
+//     fsname=, subtype= (ignored: the type is fuse.smallfs).
 //   - smallfs options, described by Specs: commit interval, kernel cache
 //     timeouts, no-open mode (no_open=on|off), the buffer pools
 //     (iobuf_pool=on|off), logging, debug, metrics address.

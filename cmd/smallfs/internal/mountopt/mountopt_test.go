@@ -63,6 +63,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	want.AttrTimeout = 500 * time.Millisecond
 	want.NegativeTimeout = 10 * time.Second
 	want.AllowOther = true
+	want.Permissions = sfuse.PermissionsKernel
 	want.FsName = "img"
 	want.LogLevel = logrus.WarnLevel
 	want.LogFormat = "json"
