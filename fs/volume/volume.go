@@ -22,7 +22,7 @@ type Volume struct {
 	dev       device.Device
 	blockSize int
 
-	mu        sync.RWMutex // metadata: the inode table and everything under it
+	mu        spinRWMutex  // metadata: the inode table and everything under it (spinlock.go)
 	wbGate    sync.RWMutex // write-backs share it, Check holds it alone (doc.go, "# Locking")
 	inodes    inodeTable
 	space     *space
