@@ -426,3 +426,40 @@ func BenchmarkStats(b *testing.B) {
 		e.must("stats", "--json", mnt)
 	}
 }
+
+// TestE2EDefaultPermissions: a root mount without allow_other leaves mode
+// bits to smallfs unless -o default_permissions asks for the kernel's
+// checks, which the kernel then lists among the mount's options.
+func TestE2EDefaultPermissions(t *testing.T) {
+	e := newE2E(t)
+	img, mnt := e.image()
+	for _, c := range []struct {
+		opts   []string
+		kernel bool
+	}{
+		{nil, false},
+		{[]string{"-o", "default_permissions"}, true},
+		{[]string{"-o", "allow_other"}, true},
+	} {
+		e.must(append([]string{img, mnt}, c.opts...)...)
+		e.mounted(mnt)
+		mounts, err := os.ReadFile("/proc/self/mounts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line string
+		for _, l := range strings.Split(string(mounts), "\n") {
+			if f := strings.Fields(l); len(f) > 3 && f[1] == mnt {
+				line = l
+			}
+		}
+		if got := strings.Contains(line, "default_permissions"); line == "" || got != c.kernel {
+			t.Errorf("mount %q: /proc/self/mounts has %q, want default_permissions %v", c.opts, line, c.kernel)
+		}
+		pid := e.daemonPid(mnt)
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Fatalf("umount: %v: %s", err, out)
+		}
+		waitGone(t, pid)
+	}
+}
