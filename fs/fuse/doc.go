@@ -69,9 +69,10 @@
 // Mode bits are the kernel's to check (default_permissions) wherever a
 // caller other than root can reach the mount: with Options.AllowOther,
 // when the daemon does not run as root, when the fuse module's
-// allow_sys_admin_access is on (it admits CAP_SYS_ADMIN of any uid), and
-// always with PermissionsKernel (-o default_permissions). The volume never
-// checks mode bits.
+// allow_sys_admin_access is on at mount (it admits CAP_SYS_ADMIN of any
+// uid; turned on later, it does not add the kernel's checks to mounts made
+// before), and always with PermissionsKernel (-o default_permissions). The
+// volume never checks mode bits.
 //
 // A mount by root without allow_other is reachable only by callers whose
 // every uid and gid are 0 (fuse_allow_current_process; everyone else gets

@@ -201,9 +201,9 @@ const sysAdminAccessParam = "/sys/module/fuse/parameters/allow_sys_admin_access"
 // kernelPermissions reports whether a mount owned by uid needs the
 // kernel's mode checks: unless Permissions says so, only where a caller
 // other than root can reach it. Without allow_other the kernel admits
-// only callers whose every uid and gid are the owner's; the module's
-// allow_sys_admin_access (checked at each request, so read here and
-// assumed on when unreadable) would admit others.
+// only callers whose every uid and gid are the owner's, unless the
+// module's allow_sys_admin_access is on; it is read here, once, and taken
+// as on when it cannot be read.
 func (o *Options) kernelPermissions(uid int) bool {
 	if o.Permissions == PermissionsKernel || o.AllowOther || uid != 0 {
 		return true
