@@ -55,7 +55,7 @@ type Config struct {
 	FlushOnClose bool
 	// Procs is how many CPUs run the daemon's Go code at once
 	// (GOMAXPROCS, procs=). Default 0, "auto": half the CPUs, at least
-	// one (AutoProcs).
+	// one; through io_uring every CPU and one more (AutoProcs).
 	Procs int
 	// GCPercent is the daemon's garbage collection target (GOGC,
 	// gc_percent=). Default 0, "auto": Go's, 100 unless GOGC is set in
@@ -284,13 +284,19 @@ func procsString(n int) string {
 // 1.4x fewer files/s (docs/FUSE.md, "Daemon CPUs"). The other half of the
 // CPUs run the callers.
 //
-// On io_uring (rings): every CPU. Each CPU's queue has a thread of its
-// own, woken on that CPU while the caller there sleeps; with fewer Ps
-// than queues those threads wait for a P, and the rings gained nothing
-// over /dev/fuse (docs/PERFORMANCE.md, "FUSE over io_uring").
+// On io_uring (rings): every CPU, and one more. Each CPU's queue has a
+// thread of its own, woken on that CPU while the caller there sleeps; with
+// fewer Ps than queues those threads wait for a P, and the rings gained
+// nothing over /dev/fuse (docs/PERFORMANCE.md, "FUSE over io_uring"). The
+// extra P runs what is served off the queues (FSYNC, which waits for the
+// group commit; the committer; FORGETs from /dev/fuse): a goroutine a
+// queue's thread starts is otherwise stuck behind that thread's P, held
+// in its io_uring wait, until the runtime takes the P back (20 µs or
+// more). fsync-ed creates ran 1.10-1.26x faster with it and the rest
+// level (docs/PERFORMANCE.md, session 7).
 func AutoProcs(cpus int, rings bool) int {
 	if rings {
-		return max(1, cpus)
+		return max(1, cpus) + 1
 	}
 	return max(1, cpus/2)
 }

@@ -256,3 +256,18 @@ func TestCheckContradictions(t *testing.T) {
 		t.Errorf("no_open=on with flush_on_close=on: %v", err)
 	}
 }
+
+func TestAutoProcs(t *testing.T) {
+	for _, c := range []struct {
+		cpus  int
+		rings bool
+		want  int
+	}{
+		{1, false, 1}, {2, false, 1}, {8, false, 4},
+		{1, true, 2}, {2, true, 3}, {8, true, 9},
+	} {
+		if got := AutoProcs(c.cpus, c.rings); got != c.want {
+			t.Errorf("AutoProcs(%d, rings %v) = %d, want %d", c.cpus, c.rings, got, c.want)
+		}
+	}
+}
