@@ -24,6 +24,7 @@ type child struct {
 	name   string
 	mnt    string
 	log    string
+	ready  string // the line the child logs once it serves; "" for none
 	cmd    *exec.Cmd
 	exited chan struct{}
 	err    error // Wait's result; read only after exited is closed
@@ -31,9 +32,10 @@ type child struct {
 
 // startChild runs exe args, which must mount a FUSE filesystem on mnt and
 // serve it until unmounted, and waits until mnt is listed as a mount
-// point. On failure the child is stopped and the error names its log.
-func startChild(ctx context.Context, name, mnt string, exe string, args ...string) (*child, error) {
-	c := &child{name: name, mnt: mnt, log: mnt + ".log", exited: make(chan struct{})}
+// point and, unless ready is "", the child has logged the line ready. On
+// failure the child is stopped and the error names its log.
+func startChild(ctx context.Context, name, mnt, ready string, exe string, args ...string) (*child, error) {
+	c := &child{name: name, mnt: mnt, log: mnt + ".log", ready: ready, exited: make(chan struct{})}
 	log, err := os.Create(c.log)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTarget, err)
@@ -63,12 +65,14 @@ func startChild(ctx context.Context, name, mnt string, exe string, args ...strin
 
 // waitMounted polls /proc/self/mountinfo: a FUSE server has no standard
 // way to say it is ready, but once the mount point is listed the kernel
-// queues requests until the server answers them.
+// queues requests until the server answers them. A server that still
+// has work of its own to do after the mount (go-fuse's probe of it) says
+// when it is done (c.ready): unmounted before that, it fails.
 func (c *child) waitMounted(ctx context.Context) error {
 	deadline := time.After(childTimeout)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for !slices.Contains(mountsUnder(c.mnt), c.mnt) {
+	for !slices.Contains(mountsUnder(c.mnt), c.mnt) || !c.logged(c.ready) {
 		select {
 		case <-c.exited:
 			return fmt.Errorf("exited before mounting: %v", c.err)
@@ -111,6 +115,15 @@ func (c *child) stop() error {
 		err = errors.Join(err, fmt.Errorf("%w: %s: %w: %s", ErrTarget, c.name, c.err, c.lastLog()))
 	}
 	return err
+}
+
+// logged reports whether the child's log has the line; any log has "".
+func (c *child) logged(line string) bool {
+	if line == "" {
+		return true
+	}
+	b, _ := os.ReadFile(c.log)
+	return slices.Contains(strings.Split(string(b), "\n"), line)
 }
 
 // lastLog is the last line of the child's log, for an error message.

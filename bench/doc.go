@@ -43,9 +43,13 @@
 // The loopback server and fuse2fs are children in the foreground, so
 // their CPU and memory are read from /proc like the smallfs daemon's; a
 // child is ready once its mount point is listed in /proc/self/mountinfo
-// (FUSE queues requests until the server answers), fails the mount when
-// it exits first or takes 30 s, and its output goes to a log beside the
-// mount point whose last line the error quotes.
+// (FUSE queues requests until the server answers) and, for the loopback
+// server, once it has logged "serving": go-fuse's Mount still reads INIT
+// and probes the mount after the mount is listed, and a preflight that
+// unmounted in between failed the server (ENODEV or ENOENT, once in a
+// few CI runs). A child fails the mount when it exits first or takes 30
+// s, and its output goes to a log beside the mount point whose last line
+// the error quotes.
 //
 // A target "smallfs:OPTS" is smallfs mounted with -o OPTS added to
 // --smallfs-opts, so settings can be compared side by side in one run

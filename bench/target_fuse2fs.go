@@ -53,7 +53,7 @@ func (t *fuse2fsTarget) Mount(ctx context.Context, space int64) (string, error) 
 	if err := mkdirFresh(t.mnt); err != nil {
 		return "", err
 	}
-	c, err := startChild(ctx, "fuse2fs", t.mnt, t.bin, t.img, t.mnt, "-f", "-o", "fsname="+filepath.Base(t.img))
+	c, err := startChild(ctx, "fuse2fs", t.mnt, "", t.bin, t.img, t.mnt, "-f", "-o", "fsname="+filepath.Base(t.img))
 	if err != nil {
 		return "", err
 	}

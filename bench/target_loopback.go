@@ -19,6 +19,12 @@ import (
 // `EXE bench serve-loopback ROOT MOUNTPOINT`.
 const serveLoopbackArg = "serve-loopback"
 
+// loopbackServing is the line the loopback server logs once go-fuse's
+// Mount has returned. The mount is listed before that, while go-fuse still
+// reads INIT and opens a file of the mount to probe it: a teardown then
+// (a preflight's) made the server fail with ENODEV or ENOENT.
+const loopbackServing = "serving"
+
 // loopbackTarget is go-fuse's passthrough filesystem over a backing
 // directory, served by a child process (the bench's own executable).
 type loopbackTarget struct {
@@ -47,7 +53,7 @@ func (t *loopbackTarget) Mount(ctx context.Context, space int64) (string, error)
 	if err := mkdirFresh(t.mnt); err != nil {
 		return "", err
 	}
-	t.child, err = startChild(ctx, "loopback server", t.mnt, t.self, "bench", serveLoopbackArg, root, t.mnt)
+	t.child, err = startChild(ctx, "loopback server", t.mnt, loopbackServing, t.self, "bench", serveLoopbackArg, root, t.mnt)
 	if err != nil {
 		return "", err
 	}
@@ -100,6 +106,7 @@ func serveLoopback(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "mount: %v\n", err)
 		return 1
 	}
+	fmt.Fprintln(stdout, loopbackServing)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
