@@ -224,8 +224,8 @@
 // more than one CPU (spinlock.go): its holds are a few microseconds, and
 // a handler of FUSE over io_uring, locked to its CPU's thread, pays a
 // thread wake-up on another CPU for every sleep. Through the rings this
-// took the deleting steps of `smallfs bench` from 0.6-0.7x of /dev/fuse to
-// 0.74-1.41x (docs/PERFORMANCE.md, session 7).
+// took the deleting steps of `smallfs bench` from 0.61-0.85x of /dev/fuse to
+// 1.03-1.41x (docs/PERFORMANCE.md, session 7).
 //
 // # Checkpoints without a stall
 //
