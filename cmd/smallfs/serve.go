@@ -46,7 +46,7 @@ func (a *app) serve(p mountopt.Args) error {
 	log := mlog.WithFields(logrus.Fields{"device": p.Device, "mountpoint": p.Mountpoint, "pid": os.Getpid()})
 	procs := p.Config.Procs
 	if procs == 0 {
-		procs = mountopt.AutoProcs(runtime.NumCPU(), p.Config.Uring.UsesRings())
+		procs = mountopt.AutoProcs(runtime.NumCPU())
 	}
 	runtime.GOMAXPROCS(procs)
 	gc := gcPercent(p.Config.GCPercent)

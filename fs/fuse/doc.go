@@ -211,8 +211,8 @@
 //
 // A ring's thread is pinned to its CPU: the kernel queues a request on
 // the caller's CPU while the caller sleeps, so the answer is computed
-// there. That pinning, and a Go P per queue (smallfs procs=auto then
-// takes every CPU, and one more P for the goroutines that answer off the
+// there. That pinning, and a Go P per queue (smallfs procs=auto takes
+// every CPU, and one more for the goroutines that answer off the
 // queues), are where the gain comes from: unpinned, the rings
 // were slower than /dev/fuse. An INTERRUPT for a request the rings serve
 // is not found by go-fuse's server, which answers EAGAIN, and the kernel

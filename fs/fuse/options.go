@@ -11,7 +11,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/smallfs/smallfs/accounting"
-	"github.com/smallfs/smallfs/fs/fuse/uring"
 )
 
 // ReadDirPlus chooses how directory listings are answered; see
@@ -65,12 +64,6 @@ func (m UringMode) String() string {
 		return "on"
 	}
 	return fmt.Sprintf("UringMode(%d)", uint8(m))
-}
-
-// UsesRings reports whether a mount in this mode would be served through
-// io_uring on this machine now.
-func (m UringMode) UsesRings() bool {
-	return m != UringOff && uring.Available() == nil
 }
 
 // Permissions chooses who checks mode bits; see "# Permissions" in doc.go.

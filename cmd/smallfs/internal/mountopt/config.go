@@ -54,8 +54,8 @@ type Config struct {
 	// Options.FlushOnClose. Default off: errors reach fsync, as on ext4.
 	FlushOnClose bool
 	// Procs is how many CPUs run the daemon's Go code at once
-	// (GOMAXPROCS, procs=). Default 0, "auto": half the CPUs, at least
-	// one; through io_uring every CPU and one more (AutoProcs).
+	// (GOMAXPROCS, procs=). Default 0, "auto": every CPU and one more
+	// (AutoProcs).
 	Procs int
 	// GCPercent is the daemon's garbage collection target (GOGC,
 	// gc_percent=). Default 0, "auto": Go's, 100 unless GOGC is set in
@@ -275,30 +275,24 @@ func procsString(n int) string {
 	return strconv.Itoa(n)
 }
 
-// AutoProcs is the daemon's GOMAXPROCS under procs=auto.
+// AutoProcs is the daemon's GOMAXPROCS under procs=auto: every CPU, and
+// one more.
 //
-// On /dev/fuse: half the CPUs, at least one. A FUSE request costs the
-// daemon a few microseconds of Go code and tens of kernel work; with a P
-// per CPU, every request that wakes a reader also wakes an idle P to spin
-// for work, which on 2 CPUs cost 10-40 % more daemon CPU per request and
-// 1.4x fewer files/s (docs/FUSE.md, "Daemon CPUs"). The other half of the
-// CPUs run the callers.
-//
-// On io_uring (rings): every CPU, and one more. Each CPU's queue has a
-// thread of its own, woken on that CPU while the caller there sleeps; with
-// fewer Ps than queues those threads wait for a P, and the rings gained
-// nothing over /dev/fuse (docs/PERFORMANCE.md, "FUSE over io_uring"). The
-// extra P runs what is served off the queues (FSYNC, which waits for the
-// group commit; the committer; FORGETs from /dev/fuse): a goroutine a
-// queue's thread starts is otherwise stuck behind that thread's P, held
-// in its io_uring wait, until the runtime takes the P back (20 µs or
-// more). fsync-ed creates ran 1.10-1.26x faster with it and the rest
-// level (docs/PERFORMANCE.md, session 7).
-func AutoProcs(cpus int, rings bool) int {
-	if rings {
-		return max(1, cpus) + 1
-	}
-	return max(1, cpus/2)
+// The daemon's goroutines spend most of their time blocked in system
+// calls that hold their P: go-fuse's readers in read(2) of /dev/fuse, a
+// ring's thread in io_uring_enter, the committer in fdatasync. A
+// goroutine woken or started meanwhile (the reader go-fuse starts when
+// the last one takes a request, an FSYNC's handler) finds no idle P and
+// waits until the runtime takes one back (20 µs or more). The extra P is
+// there for it. On 2 CPUs, against one P on /dev/fuse (the rule before):
+// 1.20-1.30x the files/s in the geometric mean, 1.6-1.9x with fsync
+// after every file; against a P per CPU through io_uring 1.02-1.04x, and
+// 1.10-1.52x with fsync (docs/PERFORMANCE.md, session 7). A P per queue
+// is the least the rings need: with fewer, their threads wait for one
+// and the rings gained nothing over /dev/fuse. Not measured above 2
+// CPUs.
+func AutoProcs(cpus int) int {
+	return max(1, cpus) + 1
 }
 
 // Check reports options that contradict each other, once every -o list

@@ -258,16 +258,9 @@ func TestCheckContradictions(t *testing.T) {
 }
 
 func TestAutoProcs(t *testing.T) {
-	for _, c := range []struct {
-		cpus  int
-		rings bool
-		want  int
-	}{
-		{1, false, 1}, {2, false, 1}, {8, false, 4},
-		{1, true, 2}, {2, true, 3}, {8, true, 9},
-	} {
-		if got := AutoProcs(c.cpus, c.rings); got != c.want {
-			t.Errorf("AutoProcs(%d, rings %v) = %d, want %d", c.cpus, c.rings, got, c.want)
+	for cpus, want := range map[int]int{0: 2, 1: 2, 2: 3, 8: 9} {
+		if got := AutoProcs(cpus); got != want {
+			t.Errorf("AutoProcs(%d) = %d, want %d", cpus, got, want)
 		}
 	}
 }
