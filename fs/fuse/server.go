@@ -102,7 +102,8 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 		"mountpoint": mountpoint, "entry_timeout": o.EntryTimeout, "attr_timeout": o.AttrTimeout,
 		"negative_timeout": o.NegativeTimeout, "readdirplus": o.ReadDirPlus, "read_only": o.ReadOnly,
 		"max_write": o.MaxWrite, "zero_copy_reads": fs.devFd >= 0, "no_open": o.NoOpen,
-		"uring": s.rings != nil, "kernel_permissions": slices.Contains(mo.Options, "default_permissions"),
+		"uring": s.rings != nil, "permissions": o.Permissions,
+		"kernel_permissions": slices.Contains(mo.Options, "default_permissions"),
 	}).Info("mounted")
 	return s, nil
 }
