@@ -29,14 +29,8 @@ func TestMountFlags(t *testing.T) {
 	}
 	script := m.path("script")
 	must(t, os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755))
-	// Through sh: an execve from this process would wait, vfork-suspended,
-	// for an OPEN that this same process serves, and a garbage collection
-	// starting meanwhile could never stop that thread (a deadlock seen
-	// under -race).
-	out, err := exec.Command("/bin/sh", "-c", `exec "$0"`, script).CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 126 || !strings.Contains(string(out), "ermission denied") {
-		t.Errorf("running a program on a noexec mount: %v %q, want permission denied (exit 126)", err, out)
+	if code, out := runFromMount(t, script); code != 126 || !strings.Contains(out, "ermission denied") {
+		t.Errorf("running a program on a noexec mount: exit %d %q, want permission denied (exit 126)", code, out)
 	}
 
 	suid := newMount(t, func(c *config) { c.mount.Suid, c.mount.Dev = true, true })
@@ -69,4 +63,23 @@ func mountOptionsOrNil(dir string) (perMount, super []string) {
 		}
 	}
 	return perMount, super
+}
+
+// runFromMount executes the program at path, which lives on a mount this
+// test process serves, and returns its exit code and output. It goes
+// through sh: an execve from this process would wait, vfork-suspended, for
+// an OPEN that this same process serves, and a garbage collection starting
+// meanwhile could never stop that thread (a deadlock seen under -race).
+func runFromMount(t testing.TB, path string) (int, string) {
+	t.Helper()
+	out, err := exec.Command("/bin/sh", "-c", `exec "$0"`, path).CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, string(out)
+	case errors.As(err, &exit):
+		return exit.ExitCode(), string(out)
+	}
+	t.Fatalf("running %s: %v", path, err)
+	return -1, ""
 }

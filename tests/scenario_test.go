@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -392,12 +391,12 @@ func TestPermissions(t *testing.T) {
 	script := private.path("script")
 	writeFile(t, script, []byte("#!/bin/sh\nexit 0\n"))
 	must(t, os.Chmod(script, 0o644))
-	if err := exec.Command(script).Run(); !errors.Is(err, syscall.EACCES) {
-		t.Errorf("root executing a 0644 file: %v, want EACCES", err)
+	if code, out := runFromMount(t, script); code != 126 || !strings.Contains(out, "ermission denied") {
+		t.Errorf("root executing a 0644 file: exit %d %q, want permission denied (exit 126)", code, out)
 	}
 	must(t, os.Chmod(script, 0o744))
-	if err := exec.Command(script).Run(); err != nil {
-		t.Errorf("root executing a 0744 file: %v", err)
+	if code, out := runFromMount(t, script); code != 0 {
+		t.Errorf("root executing a 0744 file: exit %d %q", code, out)
 	}
 
 	kernel := newMount(t, func(c *config) { c.mount.Permissions = sfuse.PermissionsKernel })
