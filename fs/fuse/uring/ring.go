@@ -16,8 +16,10 @@ const (
 	setupSQE128 = 1 << 10 // 128-byte SQEs: FUSE's command does not fit in 64
 
 	enterGetEvents = 1 << 0
+	enterNoIOWait  = 1 << 7 // 6.15+: a blocked wait is not counted as iowait
 
 	featSingleMmap = 1 << 0
+	featNoIOWait   = 1 << 17
 
 	offSQRing = 0
 	offSQEs   = 0x10000000
@@ -62,6 +64,12 @@ type ring struct {
 	cqMask         uint32
 	cqes           unsafe.Pointer
 
+	// waitFlags are the io_uring_enter flags of a blocking wait. A FUSE
+	// server waits on its ring for requests most of its life; counted as
+	// iowait (as the kernel does since 6.5), an idle mount shows its CPUs
+	// in iowait and /proc/pressure/io "full", so it opts out where it can.
+	waitFlags uintptr
+
 	mu       sync.Mutex // orders SQE producers
 	unsubmit uint32     // SQEs queued by push and not yet handed to the kernel; under mu
 }
@@ -80,7 +88,7 @@ func newRing(entries uint32) (*ring, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	r := &ring{fd: int(fd)}
+	r := &ring{fd: int(fd), waitFlags: waitFlags(p.features)}
 	if p.features&featSingleMmap == 0 {
 		r.close()
 		return nil, fmt.Errorf("io_uring: kernel without IORING_FEAT_SINGLE_MMAP")
@@ -107,6 +115,15 @@ func newRing(entries uint32) (*ring, error) {
 	r.cqMask = *u32(p.cqOff.ringMask)
 	r.cqes = unsafe.Add(base, p.cqOff.cqes)
 	return r, nil
+}
+
+// waitFlags returns the enter flags of a blocking wait on a ring whose
+// kernel reports features.
+func waitFlags(features uint32) uintptr {
+	if features&featNoIOWait != 0 {
+		return enterGetEvents | enterNoIOWait
+	}
+	return enterGetEvents
 }
 
 // push queues one SQE, filled in by fill over a zeroed 128-byte slot, for
@@ -139,7 +156,7 @@ func (r *ring) takeUnsubmitted() uint32 {
 func (r *ring) enter(toSubmit uint32, wait bool) error {
 	var minComplete, flags uintptr
 	if wait {
-		minComplete, flags = 1, enterGetEvents
+		minComplete, flags = 1, r.waitFlags
 	}
 	for {
 		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), minComplete, flags, 0, 0)
