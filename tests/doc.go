@@ -42,6 +42,11 @@
 //   - tmpfile_test.go: O_TMPFILE, linkat of it and O_EXCL, in both modes.
 //   - mountflags_test.go: generic mount flags in force at mount time.
 //   - concurrency_test.go: writers, readers and renamers at once.
+//   - fsx_test.go: an fsx-style exerciser (random pwrite, pread, ftruncate,
+//     mmap, fallocate, O_APPEND, copy_file_range, fsync, reopen against a
+//     model, a remount between phases) on both transports, run in a child
+//     process because of its mmap page faults. Flags -fsx.ops, -fsx.phases
+//     and -fsx.seed make longer runs.
 //   - bench_test.go: memory per file, ls and ls -l with each READDIRPLUS
 //     policy, small-file phases with their request counts (figures in
 //     docs/PERFORMANCE.md). Flags -bench.files, -bench.entries and

@@ -301,6 +301,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(daemonEnv) != "" {
 		os.Exit(runDaemon())
 	}
+	if os.Getenv(fsxDirEnv) != "" {
+		os.Exit(runFSXChild())
+	}
 	flag.Parse()
 	code := m.Run()
 	if left := leftMounts(); len(left) > 0 {
