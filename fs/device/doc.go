@@ -30,6 +30,14 @@
 // second mount; read-only checkers may share. NoLock skips it (inspecting a
 // mounted device, knowing the answer may be inconsistent).
 //
+// An image file and a loop device over it are one device: Open of a loop
+// device also takes the same lock on its backing file (found by
+// LOOP_GET_STATUS64 and checked by inode), so either name excludes the
+// other (storage.go). A block device opened for writing is opened O_EXCL,
+// which the kernel refuses (ErrBusy) while it has the device mounted or
+// anyone else claims it. SameStorage tells whether two paths reach the
+// same bytes: one inode under two names, or a loop device and its file.
+//
 // Concurrency: every implementation is safe for concurrent use; callers keep
 // concurrent writes on disjoint ranges (File and Mem do not serialise, as a
 // real disk does not). CrashDevice serialises everything under one mutex so
@@ -37,7 +45,7 @@
 //
 // # Errors
 //
-// Sentinels: ErrLocked, ErrNotDevice, ErrTooSmall, ErrOutOfRange,
+// Sentinels: ErrLocked, ErrBusy, ErrNotDevice, ErrTooSmall, ErrOutOfRange,
 // ErrReadOnly, ErrClosed, ErrInjected. A missing path wraps fs.ErrNotExist.
 // I/O errors from the kernel are wrapped with the offset and length; the
 // errno stays reachable with errors.Is (syscall.EIO, syscall.ENOSPC).

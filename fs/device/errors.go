@@ -6,6 +6,10 @@ var (
 	// ErrLocked is returned by Open when another process holds the device's
 	// lock (it is mounted, or being checked or formatted).
 	ErrLocked = errors.New("device is locked by another process")
+	// ErrBusy is returned by Open for writing when the kernel refuses to
+	// give a block device exclusively (O_EXCL: EBUSY): it is mounted, or
+	// held by md, LVM, another smallfs or any other exclusive opener.
+	ErrBusy = errors.New("device is busy: mounted by the kernel or in use")
 	// ErrNotDevice is returned by Open when the path is neither a regular
 	// file nor a block device.
 	ErrNotDevice = errors.New("not a regular file or block device")

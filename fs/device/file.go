@@ -34,7 +34,8 @@ type Options struct {
 	Progress func(done, total int64)
 	// Size is the image size for Create, in bytes.
 	Size int64
-	// NoLock skips flock entirely (inspecting a device that is mounted).
+	// NoLock skips flock entirely, and O_EXCL on a block device opened
+	// for writing (inspecting a device that is mounted).
 	NoLock bool
 	// MinSize is the smallest acceptable size in bytes; 0 means
 	// DefaultMinSize.
@@ -53,6 +54,7 @@ type File struct {
 	fd       uintptr
 	size     int64
 	readOnly bool
+	backing  *os.File // a loop device's file, holding the same lock
 	closed   atomic.Bool
 	zero     *zeroAhead // nil: no region left to zero before writing
 }
@@ -74,7 +76,17 @@ func Open(path string, opts Options) (*File, error) {
 	if opts.ReadOnly {
 		flag = os.O_RDONLY
 	}
+	// A writer claims a block device exclusively (open(2): O_EXCL without
+	// O_CREAT): the kernel refuses while it has the device mounted, or
+	// another holder (a mount, md, LVM, a second smallfs) claims it.
+	excl := !opts.ReadOnly && !opts.NoLock && isBlock(path)
+	if excl {
+		flag |= unix.O_EXCL
+	}
 	f, err := os.OpenFile(path, flag, 0)
+	if excl && errors.Is(err, unix.EBUSY) {
+		return nil, fmt.Errorf("device %s: %w", path, ErrBusy)
+	}
 	created := false
 	if errors.Is(err, fs.ErrNotExist) && opts.Create {
 		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -98,13 +110,13 @@ func Open(path string, opts Options) (*File, error) {
 }
 
 // setup locks, sizes and validates a freshly opened file.
-func setup(f *os.File, path string, opts Options) (*File, error) {
+func setup(f *os.File, path string, opts Options) (d *File, _ error) {
 	fd := f.Fd()
+	how := unix.LOCK_EX
+	if opts.ReadOnly {
+		how = unix.LOCK_SH
+	}
 	if !opts.NoLock {
-		how := unix.LOCK_EX
-		if opts.ReadOnly {
-			how = unix.LOCK_SH
-		}
 		if err := unix.Flock(int(fd), how|unix.LOCK_NB); err != nil {
 			if errors.Is(err, unix.EWOULDBLOCK) {
 				return nil, fmt.Errorf("device %s: %w", path, ErrLocked)
@@ -117,6 +129,12 @@ func setup(f *os.File, path string, opts Options) (*File, error) {
 		return nil, fmt.Errorf("device %s: stat: %w", path, err)
 	}
 	var size int64
+	var backing *os.File
+	defer func() {
+		if backing != nil && d == nil {
+			backing.Close()
+		}
+	}()
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		size = st.Size
@@ -131,13 +149,18 @@ func setup(f *os.File, path string, opts Options) (*File, error) {
 		if size, err = blockDeviceSize(fd); err != nil {
 			return nil, fmt.Errorf("device %s: %w", path, err)
 		}
+		if !opts.NoLock {
+			if backing, err = lockBacking(int(fd), st.Rdev, how); err != nil {
+				return nil, fmt.Errorf("device %s: %w", path, err)
+			}
+		}
 	default:
 		return nil, fmt.Errorf("device %s: mode %#o: %w", path, st.Mode&unix.S_IFMT, ErrNotDevice)
 	}
 	if size < opts.MinSize {
 		return nil, fmt.Errorf("device %s: %d bytes, need at least %d: %w", path, size, opts.MinSize, ErrTooSmall)
 	}
-	d := &File{f: f, fd: fd, size: size, readOnly: opts.ReadOnly}
+	d = &File{f: f, fd: fd, size: size, readOnly: opts.ReadOnly, backing: backing}
 	if st.Mode&unix.S_IFMT == unix.S_IFREG && !opts.ReadOnly && !opts.NoZeroAhead {
 		d.zero = newZeroAhead(fd, size)
 	}
@@ -245,10 +268,21 @@ func (d *File) Close() error {
 	if d.closed.Swap(true) {
 		return ErrClosed
 	}
-	if err := d.f.Close(); err != nil {
+	err := d.f.Close()
+	if d.backing != nil {
+		d.backing.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("device: close: %w", err)
 	}
 	return nil
+}
+
+// isBlock reports whether path is a block device now; Open fstats what it
+// opened in any case.
+func isBlock(path string) bool {
+	var st unix.Stat_t
+	return unix.Stat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK
 }
 
 // Prealloc is how an image file's new bytes get their blocks on the host

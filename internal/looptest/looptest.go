@@ -1,0 +1,46 @@
+// Package looptest attaches loop devices for tests, where the machine
+// lets it: many do not (no loop module, no /dev/loop-control, a container
+// without the devices, no root), so a test that needs one skips instead
+// of failing.
+//
+// The probe is the attach itself: `losetup -f --show FILE`. Setting
+// SMALLFS_TEST_LOSETUP to another command (false, a missing path) makes
+// it fail, so the skipping branch can be run on a machine where loop
+// devices work.
+package looptest
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// EnvLosetup names the losetup command the probe runs; default losetup.
+const EnvLosetup = "SMALLFS_TEST_LOSETUP"
+
+// Attach binds a free loop device to file and returns its path; it is
+// detached when the test ends (after cleanups registered later, such as
+// unmounting what sits on it). Where that fails, the test is skipped
+// with the reason.
+func Attach(t testing.TB, file string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("loop devices need root")
+	}
+	losetup := "losetup"
+	if cmd := os.Getenv(EnvLosetup); cmd != "" {
+		losetup = cmd
+	}
+	out, err := exec.Command(losetup, "-f", "--show", file).CombinedOutput()
+	dev := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(dev, "/dev/") {
+		t.Skipf("no loop device here: %s -f --show: %v %s", losetup, err, dev)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(losetup, "-d", dev).CombinedOutput(); err != nil {
+			t.Errorf("detach %s: %v %s", dev, err, out)
+		}
+	})
+	return dev
+}
