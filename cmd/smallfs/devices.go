@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountinfo"
@@ -22,12 +23,20 @@ var lockWait = 10 * time.Second
 // openDevice opens path as the backing device and turns the usual
 // failures into one line an operator can act on.
 func openDevice(path string, opts device.Options) (*device.File, error) {
-	d, err := device.Open(path, opts)
-	var mnt string
-	if errors.Is(err, device.ErrLocked) {
-		mnt = mountedOn(path)
+	if !opts.ReadOnly && !opts.NoLock {
+		if err := refuseKernelMounted(path); err != nil {
+			return nil, err
+		}
 	}
-	for deadline := time.Now().Add(lockWait); mnt == "" && errors.Is(err, device.ErrLocked) && time.Now().Before(deadline); {
+	d, err := device.Open(path, opts)
+	var mnt mountinfo.Mount
+	held := func(err error) bool { return errors.Is(err, device.ErrLocked) || errors.Is(err, device.ErrBusy) }
+	if held(err) {
+		if ms := mountsOf(path); len(ms) > 0 {
+			mnt = ms[0]
+		}
+	}
+	for deadline := time.Now().Add(lockWait); mnt.Mountpoint == "" && held(err) && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 		d, err = device.Open(path, opts)
 	}
@@ -36,16 +45,41 @@ func openDevice(path string, opts device.Options) (*device.File, error) {
 		return d, nil
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, explain(err, "%s: no such device or image file", path)
-	case errors.Is(err, device.ErrLocked) && mnt != "":
-		return nil, explain(err, "%s: device is mounted on %s", path, mnt)
+	case held(err) && mnt.Mountpoint != "":
+		return nil, explain(err, "%s: device is mounted on %s%s", path, mnt.Mountpoint, kernelType(mnt))
 	case errors.Is(err, device.ErrLocked):
 		return nil, explain(err, "%s: device is in use (being checked or formatted, or mounted under another name)", path)
+	case errors.Is(err, device.ErrBusy):
+		return nil, explain(err, "%s: device is busy: mounted by the kernel or in use (md, LVM, another program)", path)
 	case errors.Is(err, device.ErrNotDevice):
 		return nil, explain(err, "%s: not an image file or block device", path)
 	case errors.Is(err, device.ErrTooSmall):
 		return nil, explain(err, "%s: too small for a filesystem (at least %s)", path, human(device.DefaultMinSize))
 	}
 	return nil, err
+}
+
+// refuseKernelMounted refuses a writer a device the kernel has mounted
+// under another name: an image file behind a loop device that holds,
+// say, ext4. The kernel takes no flock, and O_EXCL concerns the loop
+// device, not its file, so only the mount table tells.
+func refuseKernelMounted(path string) error {
+	for _, m := range mountsOf(path) {
+		// A live smallfs holds the lock, which Open reports; a dead one
+		// holds nothing.
+		if m.Type != smallfsType {
+			return explain(device.ErrBusy, "%s: device is mounted on %s%s", path, m.Mountpoint, kernelType(m))
+		}
+	}
+	return nil
+}
+
+// kernelType is " (TYPE)" for a mount that is not smallfs's.
+func kernelType(m mountinfo.Mount) string {
+	if m.Type == smallfsType {
+		return ""
+	}
+	return " (" + m.Type + ")"
 }
 
 // formatError explains why a device holds no filesystem this smallfs can
@@ -78,20 +112,26 @@ func explain(err error, format string, args ...any) error {
 	return &explained{fmt.Sprintf(format, args...), err}
 }
 
-// mountedOn returns where a smallfs from path is mounted, or "".
-func mountedOn(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return ""
-	}
+const smallfsType = "fuse." + mountopt.TypeName
+
+// mountsOf returns the mounts of the storage path reaches under any name
+// (itself, a hard link, a loop device over it, the file behind it), in
+// the kernel's order. It looks at smallfs mounts, whose source is their
+// device's path unless fsname says otherwise, and at mounts of a device
+// under /dev; others (tmpfs, proc, overlay) name no storage.
+func mountsOf(path string) []mountinfo.Mount {
 	all, err := mountinfo.All()
 	if err != nil {
-		return ""
+		return nil
 	}
+	var found []mountinfo.Mount
 	for _, m := range all {
-		if m.Type == "fuse."+mountopt.TypeName && m.Source == abs {
-			return m.Mountpoint
+		if !filepath.IsAbs(m.Source) || m.Type != smallfsType && !strings.HasPrefix(m.Source, "/dev/") {
+			continue
+		}
+		if same, err := device.SameStorage(path, m.Source); err == nil && same {
+			found = append(found, m)
 		}
 	}
-	return ""
+	return found
 }
