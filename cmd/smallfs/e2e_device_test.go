@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountinfo"
 	"github.com/smallfs/smallfs/internal/looptest"
@@ -34,6 +39,31 @@ func (e *e2e) unmountAll(mnt string) {
 		}
 		e.t.Errorf("%s: still mounted after cleanup", mnt)
 	})
+}
+
+// waitThreadsGone waits until every thread of process pid has exited,
+// and with the last one its descriptors are closed (the FUSE connection
+// aborted, the control socket gone). waitGone is not enough here: the
+// leader of a killed process is a zombie while its other threads are
+// still exiting.
+func waitThreadsGone(t *testing.T, pid int) {
+	t.Helper()
+	task := "/proc/" + strconv.Itoa(pid) + "/task"
+	gone := func() bool {
+		threads, err := os.ReadDir(task)
+		if err != nil || len(threads) == 0 {
+			return true
+		}
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		i := bytes.LastIndexByte(stat, ')')
+		return err != nil || len(threads) == 1 && i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+	}
+	for i := 0; !gone(); i++ {
+		if i == 3000 { // 30 s: far beyond an exit, even on a loaded machine
+			t.Fatalf("killed daemon %d still has threads", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // smallfsMounts counts the smallfs mounts on mnt.
@@ -64,6 +94,63 @@ func (e *e2e) refused(code int, want []string, args ...string) {
 		if !strings.Contains(out, w) {
 			e.t.Errorf("smallfs %s: output lacks %q:\n%s", strings.Join(args, " "), w, out)
 		}
+	}
+}
+
+// TestE2EDeadMountRemount: after the daemon is killed, a mount of another
+// device there is refused with the command that clears the dead mount, and mounting the same device there again detaches the
+// dead mount and brings back what was committed. A live mount is never
+// taken for dead.
+func TestE2EDeadMountRemount(t *testing.T) {
+	e := newE2E(t)
+	img, mnt := e.image()
+	e.must("mkfs", "--size", "64M", e.path("other.img"))
+	e.unmountAll(mnt)
+	e.must(img, mnt)
+	committed := []byte("committed before the kill\n")
+	f, err := os.Create(filepath.Join(mnt, "committed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(committed); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	pid := e.daemonPid(mnt)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitThreadsGone(t, pid)
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("statfs on the mount of a killed daemon: %v, want ENOTCONN", err)
+	}
+
+	hint := "fusermount3 -u -z $TMP/mnt"
+	e.refused(32, []string{"dead smallfs mount of $TMP/img", hint}, e.path("other.img"), mnt)
+	if n := smallfsMounts(t, mnt); n != 1 {
+		t.Fatalf("after the refused mount: %d smallfs mounts on %s, want the dead one", n, mnt)
+	}
+
+	e.must(img, mnt)
+	if n := smallfsMounts(t, mnt); n != 1 {
+		t.Errorf("after mounting again: %d smallfs mounts on %s, want 1", n, mnt)
+	}
+	if got := readFile(t, filepath.Join(mnt, "committed")); !bytes.Equal(got, committed) {
+		t.Errorf("committed file holds %q after the remount", got)
+	}
+
+	// Live: refused, and the mount still serves.
+	e.refused(32, []string{"mount point busy: $TMP/img is already mounted there"}, img, mnt)
+	if got := readFile(t, filepath.Join(mnt, "committed")); !bytes.Equal(got, committed) {
+		t.Errorf("live mount after a refused mount over it: %q", got)
+	}
+	if code, out := e.run("stats", mnt); code != 0 {
+		t.Errorf("stats on the live mount: exit %d\n%s", code, out)
 	}
 }
 

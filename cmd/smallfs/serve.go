@@ -17,7 +17,6 @@ import (
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/daemon"
-	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountinfo"
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
 )
 
@@ -67,7 +66,7 @@ func (a *app) serve(p mountopt.Args) error {
 // open checks the mount point, then opens the device and volume and
 // mounts them.
 func (a *app) open(p mountopt.Args, log logrus.FieldLogger) (session, error) {
-	if err := checkMountpoint(p.Mountpoint); err != nil {
+	if err := checkMountpoint(p.Mountpoint, p.Device, log); err != nil {
 		return nil, err
 	}
 	progress, done := a.openProgress(log)
@@ -91,8 +90,13 @@ func absolute(p mountopt.Args) (mountopt.Args, error) {
 	return p, nil
 }
 
-// checkMountpoint turns the common mistakes into one clear line.
-func checkMountpoint(dir string) error {
+// checkMountpoint turns the common mistakes into one clear line. A
+// smallfs already there is looked at first, from the mount table alone
+// (clearDeadMount): a dead one fails every stat.
+func checkMountpoint(dir, dev string, log logrus.FieldLogger) error {
+	if err := clearDeadMount(dir, dev, log); err != nil {
+		return err
+	}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -101,9 +105,6 @@ func checkMountpoint(dir string) error {
 		return fmt.Errorf("%s: mount point: %w", dir, err)
 	case !fi.IsDir():
 		return fmt.Errorf("%s: mount point is not a directory", dir)
-	}
-	if m, err := mountinfo.Find(dir); err == nil && m.Type == "fuse."+mountopt.TypeName {
-		return fmt.Errorf("%s: mount point busy: %s is already mounted there", dir, m.Source)
 	}
 	return nil
 }
