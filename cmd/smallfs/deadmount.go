@@ -109,3 +109,14 @@ func detach(dir string) error {
 	}
 	return err
 }
+
+// deadMountError retells a failure to reach the daemon of the mount on
+// dir (absolute) when the mount is dead: the operator needs the command
+// that clears it, not the socket's errno. The caller names dir.
+func deadMountError(dir string, err error) error {
+	if !errors.Is(err, control.ErrNoDaemon) || !notConnected(dir) {
+		return err
+	}
+	return explain(err, "the mount is dead: its daemon ended (killed or crashed); clear it with: %s "+
+		"(or mount the same device there again)", clearHint(dir))
+}

@@ -97,8 +97,9 @@ func (e *e2e) refused(code int, want []string, args ...string) {
 	}
 }
 
-// TestE2EDeadMountRemount: after the daemon is killed, a mount of another
-// device there is refused with the command that clears the dead mount, and mounting the same device there again detaches the
+// TestE2EDeadMountRemount: after the daemon is killed, stats says how to
+// clear the dead mount, a mount of another device there is refused with
+// that command, and mounting the same device there again detaches the
 // dead mount and brings back what was committed. A live mount is never
 // taken for dead.
 func TestE2EDeadMountRemount(t *testing.T) {
@@ -131,6 +132,7 @@ func TestE2EDeadMountRemount(t *testing.T) {
 	}
 
 	hint := "fusermount3 -u -z $TMP/mnt"
+	e.refused(1, []string{"the mount is dead", hint}, "stats", mnt)
 	e.refused(32, []string{"dead smallfs mount of $TMP/img", hint}, e.path("other.img"), mnt)
 	if n := smallfsMounts(t, mnt); n != 1 {
 		t.Fatalf("after the refused mount: %d smallfs mounts on %s, want the dead one", n, mnt)

@@ -47,6 +47,9 @@ func (a *app) stats(args []string) int {
 	for n := 1; ; n++ {
 		st, err := control.Fetch(sock, 10*time.Second)
 		if err != nil {
+			if abs, aerr := resolveMountpoint(pos[0]); aerr == nil {
+				err = deadMountError(abs, err)
+			}
 			return a.failf(exitError, "stats: %s: %v", pos[0], err)
 		}
 		if o.json {
