@@ -55,10 +55,17 @@
 // # Locking
 //
 // The device's flock is the only lock: exclusive for a mount, mkfs and
-// fsck --repair, shared for fsck and info. A command that finds the device
-// locked but not mounted waits up to 10s (lockWait): umount(8) returns
-// while the daemon is still writing its checkpoint. A mounted device is
-// named by its mount point in the error.
+// fsck --repair, shared for fsck and info; a loop device takes it on its
+// backing file too, and a writer opens a block device O_EXCL (fs/device).
+// A command that finds the device locked but not mounted waits up to 10s
+// (lockWait): umount(8) returns while the daemon is still writing its
+// checkpoint. A mounted device is named by its mount point in the error,
+// found under any name of the same storage (devices.go); writers also
+// refuse a device the kernel has mounted, which takes no flock.
+//
+// A dead mount (its daemon killed: ENOTCONN) of the device on the mount
+// point is detached before mounting; one of another device is refused
+// with the fusermount3 command that clears it (deadmount.go).
 //
 // # Errors and exit codes
 //
