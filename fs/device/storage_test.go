@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -20,6 +21,22 @@ func image(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// openFree opens a device the test expects no one to hold; systemd-udevd
+// may hold a shared flock of a block device for a moment after a change.
+func openFree(t *testing.T, path string, opts Options) *File {
+	t.Helper()
+	for i := 0; ; i++ {
+		d, err := Open(path, opts)
+		if err == nil {
+			return d
+		}
+		if !errors.Is(err, ErrLocked) || i == 1000 {
+			t.Fatalf("open %s: %v", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func same(t *testing.T, a, b string) bool {
@@ -99,10 +116,7 @@ func TestLoopExcludesBackingFile(t *testing.T) {
 
 	for _, first := range []string{img, loop} {
 		second := map[string]string{img: loop, loop: img}[first]
-		w, err := Open(first, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := openFree(t, first, Options{})
 		if _, err := Open(second, Options{}); !errors.Is(err, ErrLocked) {
 			t.Errorf("writer on %s beside a writer on %s: %v, want ErrLocked", second, first, err)
 		}
@@ -132,10 +146,7 @@ func TestLoopExcludesBackingFile(t *testing.T) {
 		}
 		r1.Close()
 	}
-	d, err := Open(loop, Options{})
-	if err != nil {
-		t.Fatalf("every lock released: %v", err)
-	}
+	d := openFree(t, loop, Options{}) // every lock released
 	if d.Size() != 1<<20 {
 		t.Errorf("loop device size %d, want 1 MiB", d.Size())
 	}
@@ -163,10 +174,7 @@ func TestBlockDeviceBusy(t *testing.T) {
 	}
 	unix.Close(fd)
 
-	w, err := Open(loop, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openFree(t, loop, Options{})
 	defer w.Close()
 	if fd, err := unix.Open(loop, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0); !errors.Is(err, unix.EBUSY) {
 		if err == nil {

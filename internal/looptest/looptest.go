@@ -3,6 +3,11 @@
 // without the devices, no root), so a test that needs one skips instead
 // of failing.
 //
+// Where systemd-udevd runs, it takes a shared flock of a block device
+// for a moment after each change (and closing a descriptor opened for
+// writing is one): a test that expects to lock a loop device exclusively
+// retries while ErrLocked comes from nobody it knows.
+//
 // The probe is the attach itself: `losetup -f --show FILE`. Setting
 // SMALLFS_TEST_LOSETUP to another command (false, a missing path) makes
 // it fail, so the skipping branch can be run on a machine where loop
@@ -36,6 +41,11 @@ func Attach(t testing.TB, file string) string {
 	dev := strings.TrimSpace(string(out))
 	if err != nil || !strings.HasPrefix(dev, "/dev/") {
 		t.Skipf("no loop device here: %s -f --show: %v %s", losetup, err, dev)
+	}
+	// udev answers the new device (blkid, under a shared flock of the
+	// device): let it finish before the test opens the device for writing.
+	if udevadm, err := exec.LookPath("udevadm"); err == nil {
+		_ = exec.Command(udevadm, "settle", "--timeout=10").Run()
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command(losetup, "-d", dev).CombinedOutput(); err != nil {
