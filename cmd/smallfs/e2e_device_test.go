@@ -223,7 +223,9 @@ func TestE2EKernelMountedRefused(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if err := syscall.Unmount(kmnt, 0); err != nil {
-			t.Errorf("umount %s: %v", kmnt, err)
+			if derr := syscall.Unmount(kmnt, syscall.MNT_DETACH); derr != nil {
+				t.Errorf("umount %s: %v; detach: %v", kmnt, err, derr)
+			}
 		}
 	})
 	e.unmountAll(mnt) // should a refused mount get through
