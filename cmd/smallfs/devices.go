@@ -23,6 +23,11 @@ var lockWait = 10 * time.Second
 // openDevice opens path as the backing device and turns the usual
 // failures into one line an operator can act on.
 func openDevice(path string, opts device.Options) (*device.File, error) {
+	if !opts.ReadOnly {
+		if err := refuseReadOnly(path); err != nil {
+			return nil, err
+		}
+	}
 	if !opts.ReadOnly && !opts.NoLock {
 		if err := refuseKernelMounted(path); err != nil {
 			return nil, err
@@ -55,6 +60,8 @@ func openDevice(path string, opts device.Options) (*device.File, error) {
 		return nil, explain(err, "%s: not an image file or block device", path)
 	case errors.Is(err, device.ErrTooSmall):
 		return nil, explain(err, "%s: too small for a filesystem (at least %s)", path, human(device.DefaultMinSize))
+	case !opts.ReadOnly:
+		return nil, openedReadOnly(path, err)
 	}
 	return nil, err
 }

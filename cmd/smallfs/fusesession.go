@@ -11,6 +11,7 @@ import (
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/overlay"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/fuse"
 	"github.com/smallfs/smallfs/fs/volume"
@@ -24,11 +25,13 @@ type fuseSession struct {
 	srv *fuse.Server
 }
 
-// openSession opens the device (locked exclusively: a second mount, fsck
-// or mkfs is refused), the volume, telling progress how far that has got,
-// and mounts it.
+// openSession opens the device, the volume, telling progress how far that
+// has got, and mounts them. Read-write, the device is locked exclusively:
+// a second mount, fsck or mkfs is refused. Read-only (ro), see
+// readOnlyVolume.
 func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.Progress)) (session, error) {
-	dev, err := openDevice(p.Device, device.Options{NoZeroAhead: !p.Config.ZeroAhead})
+	ro := p.Config.ReadOnly
+	dev, err := openDevice(p.Device, device.Options{ReadOnly: ro, NoZeroAhead: !p.Config.ZeroAhead})
 	if err != nil {
 		return nil, err
 	}
@@ -44,13 +47,21 @@ func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.P
 			return nil, err
 		}
 	}
-	vol, err := volume.Open(dev, vopts)
+	// What the volume and the FUSE server read and write: the device, or
+	// for ro the overlay on it. The overlay has no descriptor, so reads
+	// are copied rather than spliced from the device, which could miss
+	// what the overlay holds.
+	var vdev device.Device = dev
+	if ro {
+		vdev, vopts = readOnlyVolume(dev, vopts)
+	}
+	vol, err := volume.Open(vdev, vopts)
 	if err != nil {
 		dev.Close()
 		return nil, volumeError(p.Device, err)
 	}
 	c := p.Config
-	srv, err := fuse.Mount(p.Mountpoint, vol, dev, fuse.Options{
+	srv, err := fuse.Mount(p.Mountpoint, vol, vdev, fuse.Options{
 		EntryTimeout:    fuseTimeout(c.EntryTimeout),
 		AttrTimeout:     fuseTimeout(c.AttrTimeout),
 		NegativeTimeout: fuseTimeout(c.NegativeTimeout),
@@ -77,6 +88,18 @@ func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.P
 		return nil, mountError(p.Mountpoint, err)
 	}
 	return &fuseSession{dev: dev, vol: vol, srv: srv}, nil
+}
+
+// readOnlyVolume is how a ro mount writes nothing to its device: the
+// device is opened read-only, under the shared lock fsck and other ro
+// mounts take (a read-write mount is refused), and the volume runs on the
+// copy-on-write overlay fsck uses. What Open writes (a replay after a
+// crash, freed orphans) and the checkpoint Close writes stay in memory,
+// and no periodic commit or background write-back runs (the kernel
+// refuses every change anyway, and access times are not kept).
+func readOnlyVolume(dev device.Device, vopts volume.Options) (device.Device, volume.Options) {
+	vopts.CommitInterval = -1
+	return overlay.New(dev), vopts
 }
 
 // fuseTimeout maps our zero (no caching) to the adapter's negative.

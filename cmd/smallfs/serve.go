@@ -216,7 +216,7 @@ func (m *mounted) finish() error {
 		m.log.WithError(err).Error("closing the volume failed: the device is not marked clean; run smallfs fsck")
 		return fmt.Errorf("%s: close: %w", m.p.Device, err)
 	}
-	m.log.WithField("close_took", time.Since(start).Round(time.Millisecond)).Info("unmounted; device marked clean")
+	m.log.WithField("close_took", time.Since(start).Round(time.Millisecond)).Info(closedLine(m.p.Config.ReadOnly))
 	return nil
 }
 
