@@ -141,6 +141,11 @@ Generic mount options (fstab(5)), honoured by the kernel:
 Accepted without effect (they are for mount(8), fstab and systemd):
   defaults, auto, noauto, user, users, nouser, owner, group, nofail,
   _netdev, x-*, comment=
+remount changes a running mount (mount -o remount,ro MOUNTPOINT): ro or rw
+and the generic options given; the others are accepted and change nothing.
+remount,ro commits everything first, so a crash afterwards loses nothing.
+A mount made ro opens its device read-only and writes nothing to it:
+remount,rw is refused there; umount and mount it rw.
 
 smallfs options:
 ` + specOptionsHelp() + `

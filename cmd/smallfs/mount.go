@@ -65,6 +65,12 @@ func (a *app) mount(p mountopt.Args, codes exitCodes) int {
 	if err := p.Config.Check(); err != nil {
 		return a.failf(codes.usage, "%v", err)
 	}
+	if p.Config.Remount {
+		if err := remount(p); err != nil {
+			return a.failf(codes.failure, "%v", err)
+		}
+		return exitOK
+	}
 	if p.Foreground || a.notifier != nil {
 		if err := a.serve(p); err != nil {
 			a.notifier.Fail(err)

@@ -137,7 +137,7 @@ func (m *mounted) run(sigs <-chan os.Signal, notifier *daemon.Notifier) error {
 	}
 	m.dev = control.DevName(st.Dev)
 	sock := control.SocketPath(control.RunDir(), m.dev)
-	if ctl, err := control.Listen(sock, m.snapshot); err != nil {
+	if ctl, err := control.Serve(sock, m.handlers()); err != nil {
 		m.log.WithError(err).Warn("no control socket: smallfs stats will not reach this mount")
 	} else {
 		m.ctl = ctl

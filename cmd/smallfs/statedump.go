@@ -23,6 +23,7 @@ func (m *mounted) snapshot() control.Stats {
 		Device:     m.p.Device,
 		Mountpoint: m.p.Mountpoint,
 		Options:    m.p.Config.String(),
+		ReadOnly:   m.p.Config.ReadOnly,
 		Started:    m.started,
 		Taken:      time.Now(),
 		Ops:        opsFrom(acct),

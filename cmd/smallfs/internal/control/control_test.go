@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,5 +199,66 @@ func TestMetrics(t *testing.T) {
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
 		t.Errorf("content type %q", ct)
+	}
+}
+
+// TestSyncAndRemounted: the daemon's handlers run for sync and remounted
+// requests, their errors reach the client, and a daemon without them
+// refuses the request.
+func TestSyncAndRemounted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	var mu sync.Mutex // the handlers run on the server's goroutines
+	syncs := 0
+	var told []bool
+	fail := false
+	srv, err := Serve(path, Handlers{
+		Stats: sample,
+		Sync: func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			syncs++
+			if fail {
+				return errors.New("disk on fire")
+			}
+			return nil
+		},
+		Remounted: func(ro bool) error { mu.Lock(); told = append(told, ro); mu.Unlock(); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Sync(path, time.Second); err != nil {
+		t.Error(err)
+	}
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	if err := Sync(path, time.Second); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("failing Sync = %v", err)
+	}
+	if err := Remounted(path, true, time.Second); err != nil {
+		t.Error(err)
+	}
+	if err := Remounted(path, false, time.Second); err != nil {
+		t.Error(err)
+	}
+	mu.Lock()
+	if syncs != 2 || len(told) != 2 || !told[0] || told[1] {
+		t.Errorf("%d syncs, Remounted told %v; want 2 and [true false]", syncs, told)
+	}
+	mu.Unlock()
+	srv.Close()
+
+	srv, err = Listen(path, sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := Sync(path, time.Second); err == nil || !strings.Contains(err.Error(), `unknown request "sync"`) {
+		t.Errorf("Sync of a stats-only server = %v", err)
+	}
+	srv.Close()
+	if err := Sync(path, time.Second); !errors.Is(err, ErrNoDaemon) {
+		t.Errorf("Sync without a daemon = %v, want ErrNoDaemon", err)
 	}
 }

@@ -60,25 +60,48 @@ func DevName(dev uint64) string {
 
 type request struct {
 	Op string `json:"op"`
+	// ReadOnly is the state a "remounted" request reports.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 type response struct {
 	Stats *Stats `json:"stats,omitempty"`
+	Done  bool   `json:"done,omitempty"` // a sync or remounted request succeeded
 	Error string `json:"error,omitempty"`
 }
 
-// Server answers stats requests on a unix socket. Each connection sends
-// one JSON request line and gets one JSON response line.
-type Server struct {
-	ln     *net.UnixListener
-	path   string
-	source func() Stats
-	wg     sync.WaitGroup
+// Handlers are what a daemon does for each request. Stats is required;
+// a request whose handler is nil is refused.
+type Handlers struct {
+	// Stats gathers the figures ("stats").
+	Stats func() Stats
+	// Sync writes back and commits everything written so far ("sync"):
+	// a crash afterwards loses none of it. smallfs mount -o remount,ro
+	// asks for it before the kernel makes the mount read-only.
+	Sync func() error
+	// Remounted hears that the mount is now read-only or read-write
+	// ("remounted"), after the kernel did it.
+	Remounted func(readOnly bool) error
 }
 
-// Listen creates the socket at path (mode 0600, its directory 0700),
-// replacing a stale one that nobody answers on.
+// Server answers requests on a unix socket. Each connection sends one
+// JSON request line and gets one JSON response line.
+type Server struct {
+	ln   *net.UnixListener
+	path string
+	h    Handlers
+	wg   sync.WaitGroup
+}
+
+// Listen serves stats alone; see Serve.
 func Listen(path string, source func() Stats) (*Server, error) {
+	return Serve(path, Handlers{Stats: source})
+}
+
+// Serve creates the socket at path (mode 0600, its directory 0700),
+// replacing a stale one that nobody answers on, and answers requests
+// with h.
+func Serve(path string, h Handlers) (*Server, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
@@ -101,7 +124,7 @@ func Listen(path string, source func() Stats) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &Server{ln: ln, path: path, source: source}
+	s := &Server{ln: ln, path: path, h: h}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
@@ -132,6 +155,10 @@ func (s *Server) serve() {
 	}
 }
 
+// syncTimeout bounds how long a client waits for a sync: writing back a
+// full dirty limit on a slow device takes a while.
+const syncTimeout = 10 * time.Minute
+
 func (s *Server) handle(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -143,35 +170,87 @@ func (s *Server) handle(c net.Conn) {
 		return
 	case json.Unmarshal(line, &req) != nil:
 		resp.Error = "malformed request"
-	case req.Op != "stats":
-		resp.Error = fmt.Sprintf("unknown request %q", req.Op)
-	default:
-		st := s.source()
+	case req.Op == "stats" && s.h.Stats != nil:
+		st := s.h.Stats()
 		resp.Stats = &st
+	case req.Op == "sync" && s.h.Sync != nil:
+		_ = c.SetDeadline(time.Now().Add(syncTimeout))
+		resp.Done, resp.Error = done(s.h.Sync())
+	case req.Op == "remounted" && s.h.Remounted != nil:
+		_ = c.SetDeadline(time.Now().Add(syncTimeout))
+		resp.Done, resp.Error = done(s.h.Remounted(req.ReadOnly))
+	default:
+		resp.Error = fmt.Sprintf("unknown request %q", req.Op)
 	}
 	_ = json.NewEncoder(c).Encode(resp)
 }
 
+func done(err error) (bool, string) {
+	if err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
+
 // Fetch asks the daemon listening at path for its figures.
 func Fetch(path string, timeout time.Duration) (Stats, error) {
-	c, err := net.DialTimeout("unix", path, timeout)
-	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-			return Stats{}, fmt.Errorf("%s: %w", path, ErrNoDaemon)
-		}
+	resp, err := ask(path, request{Op: "stats"}, timeout, timeout)
+	switch {
+	case errors.Is(err, ErrNoDaemon):
+		return Stats{}, err
+	case err != nil:
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(timeout))
-	if err := json.NewEncoder(c).Encode(request{Op: "stats"}); err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
-	}
-	var resp response
-	if err := json.NewDecoder(c).Decode(&resp); err != nil {
-		return Stats{}, fmt.Errorf("stats: bad answer from the daemon: %w", err)
-	}
-	if resp.Error != "" || resp.Stats == nil {
+	if resp.Stats == nil {
 		return Stats{}, fmt.Errorf("stats: daemon refused: %s", resp.Error)
 	}
 	return *resp.Stats, nil
+}
+
+// Sync asks the daemon listening at path to commit everything written so
+// far, and waits until it has (up to ten minutes). dial bounds the
+// connect.
+func Sync(path string, dial time.Duration) error {
+	return order(path, request{Op: "sync"}, dial)
+}
+
+// Remounted tells the daemon listening at path that its mount is now
+// read-only or read-write.
+func Remounted(path string, readOnly bool, dial time.Duration) error {
+	return order(path, request{Op: "remounted", ReadOnly: readOnly}, dial)
+}
+
+func order(path string, req request, dial time.Duration) error {
+	resp, err := ask(path, req, dial, syncTimeout)
+	switch {
+	case errors.Is(err, ErrNoDaemon):
+		return err
+	case err != nil:
+		return fmt.Errorf("%s: %w", req.Op, err)
+	}
+	if !resp.Done {
+		return fmt.Errorf("%s: daemon refused: %s", req.Op, resp.Error)
+	}
+	return nil
+}
+
+// ask sends one request and reads its response.
+func ask(path string, req request, dial, timeout time.Duration) (response, error) {
+	c, err := net.DialTimeout("unix", path, dial)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return response{}, fmt.Errorf("%s: %w", path, ErrNoDaemon)
+		}
+		return response{}, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return response{}, err
+	}
+	var resp response
+	if err := json.NewDecoder(c).Decode(&resp); err != nil {
+		return response{}, fmt.Errorf("bad answer from the daemon: %w", err)
+	}
+	return resp, nil
 }

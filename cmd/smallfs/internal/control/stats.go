@@ -10,13 +10,16 @@ import (
 // per layer. A section the daemon cannot fill (its layer is not wired in)
 // is absent, never zero-filled.
 type Stats struct {
-	Version    string    `json:"version"`
-	Pid        int       `json:"pid"`
-	Device     string    `json:"device"`
-	Mountpoint string    `json:"mountpoint"`
-	Options    string    `json:"options"` // effective mount options
-	Started    time.Time `json:"started"`
-	Taken      time.Time `json:"taken"` // when these figures were read
+	Version    string `json:"version"`
+	Pid        int    `json:"pid"`
+	Device     string `json:"device"`
+	Mountpoint string `json:"mountpoint"`
+	Options    string `json:"options"` // effective mount options
+	// ReadOnly: the daemon opened its device read-only (mounted ro) and
+	// writes nothing to it; remount,rw is refused.
+	ReadOnly bool      `json:"read_only,omitempty"`
+	Started  time.Time `json:"started"`
+	Taken    time.Time `json:"taken"` // when these figures were read
 
 	Space      *Space              `json:"space,omitempty"`
 	Alloc      *Alloc              `json:"alloc,omitempty"`

@@ -20,6 +20,8 @@ type Mount struct {
 	Type       string // "fuse.smallfs", "ext4", ...
 	Source     string
 	Options    string // per-mount options (ro, nodev, ...)
+	// SuperOptions are the filesystem's (ro, sync, user_id=0, ...).
+	SuperOptions string
 }
 
 // Path is the table the running kernel keeps for this process.
@@ -81,12 +83,17 @@ func parse(line string) (Mount, bool) {
 	if !ok || len(f) < 6 || len(g) < 2 {
 		return Mount{}, false
 	}
+	var super string
+	if len(g) > 2 {
+		super = g[2]
+	}
 	return Mount{
-		Dev:        f[2],
-		Mountpoint: unescape(f[4]),
-		Options:    f[5],
-		Type:       g[0],
-		Source:     unescape(g[1]),
+		SuperOptions: super,
+		Dev:          f[2],
+		Mountpoint:   unescape(f[4]),
+		Options:      f[5],
+		Type:         g[0],
+		Source:       unescape(g[1]),
 	}, true
 }
 

@@ -82,6 +82,15 @@ type Config struct {
 	// MetricsAddr, when set, is a loopback host:port where the daemon
 	// serves Prometheus metrics (metrics_addr=). Default off.
 	MetricsAddr string
+	// Remount changes a running mount (option remount, from mount -o
+	// remount): its ro or rw and generic flags; see RemountFlags. The
+	// other options are accepted and change nothing. Default false.
+	Remount bool
+	// mentioned are the Flags an option set or cleared explicitly.
+	mentioned uintptr
+	// kernelListed are the options of the kernel's own listing given
+	// (user_id=0, ...): fine in a remount, refused by Check otherwise.
+	kernelListed []string
 	// Ignored lists the options accepted without effect (fstab and mount(8)
 	// bookkeeping such as noauto, nofail, x-systemd.*), for the log.
 	Ignored []string
@@ -110,6 +119,7 @@ func Defaults() Config {
 func (c *Config) Apply(list string) error {
 	next := *c
 	next.Ignored = slices.Clone(c.Ignored)
+	next.kernelListed = slices.Clone(c.kernelListed)
 	var errs []error
 	for _, opt := range split(list) {
 		if err := next.applyOne(opt); err != nil {
@@ -136,6 +146,10 @@ func (c *Config) applyOne(opt string) error {
 		return nil
 	}
 	name, value, hasValue := strings.Cut(opt, "=")
+	if kernelListed[name] && hasValue {
+		c.kernelListed = append(c.kernelListed, opt)
+		return nil
+	}
 	s, ok := specByName(name)
 	if !ok {
 		return fmt.Errorf("%q: %w", opt, ErrUnknownOption)
@@ -153,11 +167,16 @@ func (c *Config) applyOne(opt string) error {
 }
 
 func (c *Config) applyGeneric(opt string, g generic) {
+	flag := g.flag
+	if flag&atimeModes != 0 && g.effect == setFlag {
+		flag = atimeModes // one mode at a time
+	}
+	c.mentioned |= flag
 	switch g.effect {
 	case ignored:
 		c.Ignored = append(c.Ignored, opt)
 	case setFlag:
-		c.Flags |= g.flag
+		c.Flags = c.Flags&^flag | g.flag
 	case clearFlag:
 		c.Flags &^= g.flag
 	case readOnly:
@@ -166,7 +185,28 @@ func (c *Config) applyGeneric(opt string, g generic) {
 	case readWrite:
 		c.ReadOnly = false
 		c.Flags &^= g.flag
+	case remount:
+		c.Remount = true
 	}
+}
+
+// RemountFlags are the MS_* flags for mount(2) with MS_REMOUNT (without
+// it) on a mount whose flags are now current (KernelFlags of its
+// mountinfo line). The kernel sets every per-mount and superblock flag
+// from the call, so each flag no option named is current's, which keeps
+// what the mount had: mount(8) hands back the mount's own options, and
+// `smallfs mount -o remount,ro` alone must not drop dev or sync. Atime
+// flags are left out when no option names one: the kernel then keeps the
+// mount's.
+func (c Config) RemountFlags(current uintptr) uintptr {
+	f := current&^c.mentioned | c.Flags&c.mentioned
+	if c.mentioned&atimeFlags == 0 {
+		return f &^ atimeFlags
+	}
+	if f&(syscall.MS_NOATIME|syscall.MS_RELATIME) != 0 {
+		f &^= syscall.MS_STRICTATIME
+	}
+	return f
 }
 
 // KernelOptions renders Flags as the option names fusermount3 and
@@ -299,6 +339,9 @@ func AutoProcs(cpus int) int {
 // Check reports options that contradict each other, once every -o list
 // and flag has been applied.
 func (c Config) Check() error {
+	if len(c.kernelListed) > 0 && !c.Remount {
+		return fmt.Errorf("%q: only a remount takes the options the kernel lists for a mount: %w", c.kernelListed[0], ErrUnknownOption)
+	}
 	if c.NoOpen && c.FlushOnClose {
 		return fmt.Errorf("flush_on_close=on needs no_open=off: without OPEN there is no FLUSH at close: %w", ErrBadValue)
 	}

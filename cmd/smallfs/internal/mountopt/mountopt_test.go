@@ -264,3 +264,74 @@ func TestAutoProcs(t *testing.T) {
 		}
 	}
 }
+
+// TestAtimeModesLaterWins: of noatime, relatime and strictatime the last
+// one given counts, as the kernel honours only one.
+func TestAtimeModesLaterWins(t *testing.T) {
+	for opts, want := range map[string]string{
+		"noatime,relatime":    "rw,nodev,nosuid,relatime",
+		"relatime,noatime":    "rw,nodev,nosuid,noatime",
+		"strictatime,noatime": "rw,nodev,nosuid,noatime",
+		"noatime,strictatime": "rw,nodev,nosuid,strictatime",
+	} {
+		c := Defaults()
+		if err := c.Apply(opts); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(c.KernelOptions(), ","); got != want {
+			t.Errorf("Apply(%q): %q, want %q", opts, got, want)
+		}
+	}
+}
+
+// TestRemountOptions: what mount(8) hands the helper on a remount is
+// accepted (the kernel's own user_id=, group_id=, max_read= only there),
+// and the flags for mount(2) keep what no option names.
+func TestRemountOptions(t *testing.T) {
+	const (
+		ro, nosuid, nodev, noexec = syscall.MS_RDONLY, syscall.MS_NOSUID, syscall.MS_NODEV, syscall.MS_NOEXEC
+		noatime, relatime, strict = syscall.MS_NOATIME, syscall.MS_RELATIME, syscall.MS_STRICTATIME
+		sync, nodiratime          = syscall.MS_SYNCHRONOUS, syscall.MS_NODIRATIME
+	)
+	current := KernelFlags("rw,noatime", "rw,sync,user_id=0,group_id=0,max_read=1048576")
+	if current != noatime|sync {
+		t.Fatalf("KernelFlags = %#x, want noatime|sync", current)
+	}
+	if got := KernelFlags("ro,nosuid,nodev"); got != ro|nosuid|nodev|strict {
+		t.Errorf("KernelFlags without an atime mode = %#x, want strictatime", got)
+	}
+	for _, tc := range []struct {
+		opts string
+		want uintptr
+	}{
+		// As mount(8) calls mount.fuse3, which adds dev,suid for root.
+		{"ro,noatime,remount,user_id=0,group_id=0,max_read=1048576,dev,suid", ro | noatime | sync},
+		{"rw,noatime,remount,nosuid,user_id=0,group_id=0,max_read=1048576,dev", nosuid | noatime | sync},
+		{"ro,noatime,remount,relatime,dev,suid", ro | relatime | sync},
+		// By hand: what is not named stays, atime flags included.
+		{"remount,ro", ro | sync},
+		{"remount,noexec", noexec | sync},
+		{"remount,async,nodiratime", noatime | nodiratime},
+		{"remount,strictatime", strict | sync},
+		{"remount,ro,commit_interval=1h,log_file=/x", ro | sync},
+	} {
+		c := Defaults()
+		if err := c.Apply(tc.opts); err != nil {
+			t.Errorf("Apply(%q): %v", tc.opts, err)
+			continue
+		}
+		if err := c.Check(); err != nil || !c.Remount {
+			t.Errorf("Apply(%q): Check %v, Remount %v", tc.opts, err, c.Remount)
+		}
+		if got := c.RemountFlags(current); got != tc.want {
+			t.Errorf("Apply(%q): RemountFlags = %#x, want %#x", tc.opts, got, tc.want)
+		}
+	}
+	c := Defaults()
+	if err := c.Apply("user_id=0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Check(); !errors.Is(err, ErrUnknownOption) || !strings.Contains(err.Error(), `"user_id=0": only a remount`) {
+		t.Errorf("user_id=0 without remount: %v", err)
+	}
+}
