@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/syslog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"syscall"
 
 	"github.com/sirupsen/logrus"
 	lsyslog "github.com/sirupsen/logrus/hooks/syslog"
@@ -30,11 +34,17 @@ func defaultLogFile() string {
 	return filepath.Join(dir, "smallfs", "smallfs.log")
 }
 
+// logDefault is defaultLogFile; tests point it elsewhere.
+var logDefault = defaultLogFile
+
 // mountLog is the logger of one mount and what closes its destination.
 type mountLog struct {
 	*logrus.Logger
 	file *os.File // nil for stderr and syslog
 	dest string   // "stderr", "syslog" or the file's path, for the log
+	// fallback says why the default log file could not be used, when the
+	// log went to fallbackLogFile instead.
+	fallback string
 }
 
 // openLog sets up logging as the options ask: stderr in the foreground
@@ -64,12 +74,18 @@ func openLog(cfg mountopt.Config, foreground bool, stderr io.Writer) (*mountLog,
 		m.dest = "syslog"
 		return m, nil
 	case dest == "":
-		dest = defaultLogFile()
+		f, dest, why, err := openDefaultLog()
+		if err != nil {
+			return nil, err
+		}
+		l.SetOutput(f)
+		m.file, m.dest, m.fallback = f, dest, why
+		if why != "" {
+			l.WithFields(logrus.Fields{"log": dest, "default_log": why}).Warn("the default log file cannot be made; logging in the user's private temporary directory")
+		}
+		return m, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return nil, fmt.Errorf("log file: %w", err)
-	}
-	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := openLogFile(dest)
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
@@ -78,13 +94,76 @@ func openLog(cfg mountopt.Config, foreground bool, stderr io.Writer) (*mountLog,
 	return m, nil
 }
 
+// openLogFile opens a log file for appending, making its directory.
+func openLogFile(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+}
+
+// openDefaultLog opens the default log file, or where that cannot be made
+// (a user whose home is /nonexistent, a read-only /var/log), the one in
+// the user's private temporary directory (fallbackLogFile): a mount that
+// was not asked for a log file must not fail for want of one. why says
+// what was wrong with the default, for the log.
+func openDefaultLog() (f *os.File, path, why string, err error) {
+	path = logDefault()
+	f, err = openLogFile(path)
+	if err == nil {
+		return f, path, "", nil
+	}
+	why = err.Error()
+	fallback, ferr := fallbackLogFile()
+	if ferr == nil {
+		if f, ferr = openLogFile(fallback); ferr == nil {
+			return f, fallback, why, nil
+		}
+	}
+	return nil, "", "", fmt.Errorf("log file: %v; nor in the fallback: %v (give log_file=)", err, ferr)
+}
+
+// fallbackLogFile is TMPDIR/smallfs-UID/smallfs.log, in a directory made
+// 0700. A directory already there must be the user's own and writable by
+// no one else: in a shared /tmp another user could have made it first,
+// to read or replace the log.
+func fallbackLogFile() (string, error) {
+	dir := filepath.Join(os.TempDir(), "smallfs-"+strconv.Itoa(os.Geteuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	if err := checkPrivateDir(dir); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "smallfs.log"), nil
+}
+
+// checkPrivateDir refuses a directory that is a symlink, is not owned by
+// the effective user, or that group or others may write.
+func checkPrivateDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir() || !ok:
+		return fmt.Errorf("%s: not a directory", dir)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s: not a private directory: owned by uid %d, not %d", dir, st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s: not a private directory: mode %#o lets others write in it", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
 // reopen starts a new file after log rotation (SIGHUP); on failure the
 // old file is kept.
 func (m *mountLog) reopen() error {
 	if m.file == nil {
 		return nil
 	}
-	f, err := os.OpenFile(m.dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := openLogFile(m.dest)
 	if err != nil {
 		return err
 	}
