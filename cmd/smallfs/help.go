@@ -29,7 +29,7 @@ fuse.smallfs; 'smallfs mount --help' lists its options.
 the version.
 `
 
-const mkfsHelp = `Usage: smallfs mkfs [--size SIZE] [--preallocate MODE] [--block-size BYTES] [--force] DEVICE
+const mkfsHelp = `Usage: smallfs mkfs [--size SIZE] [--preallocate MODE] [--block-size BYTES] [--root-owner UID:GID] [--force] DEVICE
 
 Makes an empty smallfs filesystem on DEVICE, a block device or an image
 file, and prints what it made. A missing image file is created with
@@ -46,6 +46,8 @@ Flags:
                        file sparse (the host may run out of space later)
   --block-size BYTES   filesystem block size, a power of two from 512 to
                        65536 (default 4096)
+  --root-owner UID:GID owner of the root directory (default: whoever runs
+                       mkfs, so a user can write in their own image)
   --force              overwrite an existing smallfs filesystem
 
 Exit status: 0 made, 1 failed, 2 usage error.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
@@ -16,17 +18,43 @@ type mkfsOpts struct {
 	blockSize uint
 	force     bool
 	prealloc  device.Prealloc
+	owner     rootOwner
+}
+
+// rootOwner is who owns a new filesystem's root directory.
+type rootOwner struct{ uid, gid uint32 }
+
+// defaultRootOwner is whoever runs mkfs (its real ids, as mke2fs's
+// root_owner): a user's own image is theirs to write in once mounted;
+// root's stays root's.
+func defaultRootOwner() rootOwner {
+	return rootOwner{uint32(os.Getuid()), uint32(os.Getgid())}
+}
+
+// parseRootOwner reads --root-owner UID:GID.
+func parseRootOwner(v string) (rootOwner, error) {
+	u, g, ok := strings.Cut(v, ":")
+	uid, uerr := strconv.ParseUint(u, 10, 32)
+	gid, gerr := strconv.ParseUint(g, 10, 32)
+	if !ok || uerr != nil || gerr != nil {
+		return rootOwner{}, fmt.Errorf("want UID:GID, two numbers such as 1000:1000")
+	}
+	return rootOwner{uint32(uid), uint32(gid)}, nil
 }
 
 func mkfsFlags() (*flag.FlagSet, *mkfsOpts) {
 	fs := newFlags("mkfs")
-	o := &mkfsOpts{blockSize: format.DefaultBlockSize}
+	o := &mkfsOpts{blockSize: format.DefaultBlockSize, owner: defaultRootOwner()}
 	fs.Func("size", "", func(v string) (err error) {
 		o.size, err = parseSize(v)
 		return err
 	})
 	fs.UintVar(&o.blockSize, "block-size", format.DefaultBlockSize, "")
 	fs.BoolVar(&o.force, "force", false, "")
+	fs.Func("root-owner", "", func(v string) (err error) {
+		o.owner, err = parseRootOwner(v)
+		return err
+	})
 	fs.Func("preallocate", "", func(v string) (err error) {
 		o.prealloc, err = device.ParsePrealloc(v)
 		return err
@@ -62,7 +90,7 @@ func (a *app) mkfs(args []string) int {
 			return a.failf(exitError, "mkfs: %v", err)
 		}
 	}
-	if err := makeFilesystem(dev, uint32(o.blockSize), o.force); err != nil {
+	if err := makeFilesystem(dev, uint32(o.blockSize), o.force, o.owner); err != nil {
 		return a.failf(exitError, "mkfs: %s: %v", path, err)
 	}
 	sb, err := format.ReadSuperblock(dev)

@@ -20,9 +20,10 @@ func quiet() logrus.FieldLogger {
 	return l
 }
 
-// makeFilesystem writes an empty filesystem on dev.
-func makeFilesystem(dev device.Device, blockSize uint32, force bool) error {
-	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: blockSize, Force: force})
+// makeFilesystem writes an empty filesystem on dev whose root directory
+// owner owns.
+func makeFilesystem(dev device.Device, blockSize uint32, force bool, owner rootOwner) error {
+	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: blockSize, Force: force, RootUid: owner.uid, RootGid: owner.gid})
 	if err != nil {
 		return explain(err, "%s", strings.TrimPrefix(err.Error(), "mkfs: "))
 	}
