@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
@@ -112,6 +113,9 @@ func fuseTimeout(d time.Duration) time.Duration {
 
 // mountError turns what mount(2) says into the line an operator needs.
 func mountError(dir string, err error) error {
+	if fuseErr := fuseDeviceDenied(); fuseErr != "" {
+		return explain(err, "%s: %s", dir, fuseErr)
+	}
 	switch {
 	case errors.Is(err, syscall.EBUSY):
 		return explain(err, "%s: mount point busy", dir)
@@ -121,6 +125,26 @@ func mountError(dir string, err error) error {
 		return explain(err, "/dev/fuse is missing: load the fuse module (modprobe fuse)")
 	}
 	return fmt.Errorf("%s: %w", dir, err)
+}
+
+// fuseDeviceDenied says why a user cannot mount when /dev/fuse is closed
+// to them (fusermount3 opens it as the user, and then says only that it
+// exited with code 256), or "".
+func fuseDeviceDenied() string {
+	if os.Geteuid() == 0 || unix.Access("/dev/fuse", unix.R_OK|unix.W_OK) == nil {
+		return ""
+	}
+	fi, err := os.Stat("/dev/fuse")
+	if err != nil {
+		return ""
+	}
+	owner := ""
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		owner = fmt.Sprintf(", owner uid %d gid %d", st.Uid, st.Gid)
+	}
+	return fmt.Sprintf("/dev/fuse is mode %#o%s, so this user (uid %d) cannot open it and fusermount3 cannot mount: "+
+		"as root, chmod 0666 /dev/fuse (its usual mode, which lets users mount through fusermount3), or mount as root",
+		fi.Mode().Perm(), owner, os.Geteuid())
 }
 
 func fuseMissing() bool {
