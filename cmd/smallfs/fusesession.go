@@ -55,6 +55,7 @@ func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.P
 	var vdev device.Device = dev
 	if ro {
 		vdev, vopts = readOnlyVolume(dev, vopts)
+		log.Info("read-only: the device is opened read-only and never written (a log replay stays in memory); fsck and info may run beside; remount,rw is refused")
 	}
 	vol, err := volume.Open(vdev, vopts)
 	if err != nil {

@@ -61,6 +61,13 @@ func TestE2EReadOnlyWritesNothing(t *testing.T) {
 	if code, out := e.run("fsck", img); code != 0 || strings.Contains(out, "in use") {
 		t.Errorf("fsck beside a ro mount: exit %d\n%s", code, out)
 	}
+	// info reads it all beside a ro mount, which changes nothing under it.
+	if out := e.must("info", img); !strings.Contains(out, "files ") || strings.Contains(out, "in use") {
+		t.Errorf("info beside a ro mount:\n%s", out)
+	}
+	if out := e.must("stats", mnt); !strings.Contains(out, "device opened read-only, never written; remount,rw refused") {
+		t.Errorf("stats of a ro mount:\n%s", out)
+	}
 	if err := os.Mkdir(e.path("mnt2"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +78,11 @@ func TestE2EReadOnlyWritesNothing(t *testing.T) {
 	if sum(t, img) != before {
 		t.Error("the image changed by a ro mount and umount")
 	}
-	if log := string(readFile(t, e.path("log"))); !strings.Contains(log, "unmounted; read-only: the device was not written") {
-		t.Errorf("log:\n%s", log)
+	log := string(readFile(t, e.path("log")))
+	for _, want := range []string{"read-only: the device is opened read-only and never written", "unmounted; read-only: the device was not written"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
 	}
 	// The replay stayed in memory: the next mount replays it again.
 	e.must(img, mnt, "-o", "log_file="+e.path("log"))

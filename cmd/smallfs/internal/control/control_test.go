@@ -163,6 +163,22 @@ func TestWriteText(t *testing.T) {
 	}
 }
 
+// TestWriteTextReadOnly: a daemon that opened its device read-only says
+// so; one that did not says nothing of it.
+func TestWriteTextReadOnly(t *testing.T) {
+	for _, ro := range []bool{false, true} {
+		st := sample()
+		st.ReadOnly = ro
+		var b strings.Builder
+		if err := WriteText(&b, st, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "read-only   device opened read-only, never written; remount,rw refused"); got != ro {
+			t.Errorf("ReadOnly %v: text\n%s", ro, b.String())
+		}
+	}
+}
+
 func TestMetrics(t *testing.T) {
 	st := sample()
 	st.Device = `/dev/"odd"`

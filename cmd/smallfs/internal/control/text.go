@@ -19,6 +19,9 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 	p("device\t%s\n", st.Device)
 	p("mountpoint\t%s\n", st.Mountpoint)
 	p("options\t%s\n", st.Options)
+	if st.ReadOnly {
+		p("read-only\tdevice opened read-only, never written; remount,rw refused\n")
+	}
 	if s := st.Space; s != nil {
 		p("\nspace\tblock size %d\n", s.BlockSize)
 		p("  blocks\t%d total\t%d free\t%d available\t%s used\n", s.Blocks, s.BlocksFree, s.BlocksAvail, percent(s.Blocks-s.BlocksFree, s.Blocks))
