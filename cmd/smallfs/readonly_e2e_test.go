@@ -157,6 +157,13 @@ func readOnlyLoop(t *testing.T, img string) string {
 			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
 		}
 	})
+	// A container may attach a loop device without giving it a node.
+	if fi, err := os.Stat(dev); err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+		t.Skipf("loop device %s attached but not usable here: %v", dev, err)
+	}
+	if ro, err := blockDeviceReadOnly(dev); err != nil || !ro {
+		t.Skipf("loop device %s: BLKROGET %v, %v: not read-only here", dev, ro, err)
+	}
 	return dev
 }
 

@@ -136,7 +136,6 @@ mount -o remount,rw "$MNT" 2>&1; echo "remount,rw: $?"
 grep " $MNT " /proc/self/mountinfo | cut -d' ' -f6
 echo two > "$MNT/two" && cat "$MNT/one" "$MNT/two"
 umount "$MNT"; echo "umount: $?"
-sleep 0.2
 `
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
 	cmd.Env = append(e.env, "BIN="+bin, "IMG="+img, "MNT="+mnt, "LOG="+e.path("log"))
@@ -147,5 +146,9 @@ sleep 0.2
 	want := "mount: 0\nremount,ro: 0\nro,noatime\nwrite refused\nremount,rw: 0\nrw,noatime\none\ntwo\numount: 0\n"
 	if string(got) != want {
 		t.Errorf("mount(8) remounts:\n%s\nwant\n%s", got, want)
+	}
+	// fsck waits for the daemon to let go of the image.
+	if out := e.must("fsck", img); !strings.HasSuffix(out, ": clean\n") {
+		t.Errorf("fsck after the remounts:\n%s", out)
 	}
 }
