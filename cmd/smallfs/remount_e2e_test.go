@@ -46,6 +46,16 @@ func TestE2ERemount(t *testing.T) {
 	writeFile(t, filepath.Join(mnt, "dir", "big"), big)
 	writeFile(t, filepath.Join(mnt, "a"), []byte("before ro\n"))
 
+	// The kernel refuses while a file is open for writing.
+	f, err := os.OpenFile(filepath.Join(mnt, "a"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := e.run(img, mnt, "-o", "remount,ro")
+	f.Close()
+	if code != 32 || !strings.Contains(out, "$TMP/mnt: not remounted ro: files are open for writing") {
+		t.Errorf("remount,ro with a file open for writing: exit %d\n%s", code, out)
+	}
 	e.must(img, mnt, "-o", "remount,ro")
 	if got := mountOptions(t, mnt); got != "ro,nosuid,nodev,noexec,relatime" {
 		t.Errorf("after remount,ro the mount is %q", got)
@@ -98,7 +108,7 @@ func TestE2ERemount(t *testing.T) {
 	// Mounted ro, the daemon has no writable device to go back to.
 	e.must(img, mnt, "-o", "ro,log_file="+e.path("log"))
 	e.mounted(mnt)
-	code, out := e.run(img, mnt, "-o", "remount,rw")
+	code, out = e.run(img, mnt, "-o", "remount,rw")
 	if code != 32 || !strings.Contains(out, "cannot remount rw: the daemon opened $TMP/img read-only (it was mounted ro)") {
 		t.Errorf("remount,rw of a ro mount: exit %d\n%s", code, out)
 	}
