@@ -62,9 +62,10 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		return nil, fmt.Errorf("open: %w", err)
 	}
 	// Mark the volume in use before anything is appended: a crash from here
-	// on must replay. Both slots then name the loaded checkpoint.
+	// on must replay. Both slots then name the loaded checkpoint. Replay
+	// still starts where it started now: what it replayed is in no
+	// checkpoint yet, only in the log, which the next checkpoint releases.
 	v.sb.Flags &^= format.FlagClean
-	v.sb.LogHead, v.sb.LogPrev, v.sb.LogSeq = head.Block, head.Prev, nextSeq
 	if err := v.writeSuperblock(&v.sb); err != nil {
 		v.j.Close()
 		return nil, fmt.Errorf("open: %w", err)
