@@ -130,41 +130,90 @@ func (sb *Superblock) check() string {
 
 // ReadSuperblock reads both slots and returns the valid one with the higher
 // generation. A slot of a newer version refuses the device even if the other
-// is readable: the newer writer may rely on it.
+// is readable: the newer writer may rely on it. A device smaller than the
+// filesystem its superblocks describe gives a *ShrunkError.
 func ReadSuperblock(dev device.Device) (*Superblock, error) {
-	if dev.Size() < 2*SuperblockSlotSize {
-		return nil, fmt.Errorf("format: device of %d bytes has no room for superblocks: %w", dev.Size(), ErrNotSmallfs)
+	sb, _, err := ReadSuperblocks(dev)
+	return sb, err
+}
+
+// ReadSuperblocks is ReadSuperblock that also returns the other slot's
+// superblock when it is valid too (else nil). The two alternate, so the
+// other one names the checkpoint written before the current one's (or the
+// same one): the volume falls back to it when the current checkpoint is
+// damaged.
+func ReadSuperblocks(dev device.Device) (cur, other *Superblock, err error) {
+	size := dev.Size()
+	slots := 2
+	if size < 2*SuperblockSlotSize {
+		if size < SuperblockSize {
+			return nil, nil, fmt.Errorf("format: device of %d bytes has no room for superblocks: %w", size, ErrNotSmallfs)
+		}
+		slots = 1 // an image cut short may still hold slot A: say so if it does
 	}
 	var (
-		best *Superblock
-		errs [2]error
-		buf  = make([]byte, SuperblockSize)
+		sbs    [2]*Superblock
+		errs   [2]error
+		shrunk *ShrunkError
+		buf    = make([]byte, SuperblockSize)
 	)
-	for slot := range 2 {
+	for slot := range slots {
 		if _, err := dev.ReadAt(buf, int64(slot)*SuperblockSlotSize); err != nil {
-			return nil, fmt.Errorf("format: read superblock %c: %w", 'A'+slot, err)
+			return nil, nil, fmt.Errorf("format: read superblock %c: %w", 'A'+slot, err)
 		}
 		sb, err := DecodeSuperblock(buf)
-		if err == nil && uint64(dev.Size())/uint64(sb.BlockSize) < sb.Blocks {
-			err = fmt.Errorf("format: superblock says %d blocks of %d bytes, device has %d bytes: %w", sb.Blocks, sb.BlockSize, dev.Size(), ErrCorrupt)
+		if err == nil && uint64(size)/uint64(sb.BlockSize) < sb.Blocks {
+			e := &ShrunkError{Size: size, Want: int64(sb.Blocks * uint64(sb.BlockSize))}
+			if shrunk == nil || e.Want > shrunk.Want {
+				shrunk = e
+			}
+			err = fmt.Errorf("format: superblock says %d blocks of %d bytes, device has %d bytes: %w", sb.Blocks, sb.BlockSize, size, ErrCorrupt)
 		}
 		if errors.Is(err, ErrNewerVersion) || errors.Is(err, ErrUnknownFeature) {
-			return nil, fmt.Errorf("superblock %c: %w", 'A'+slot, err)
+			return nil, nil, fmt.Errorf("superblock %c: %w", 'A'+slot, err)
 		}
 		errs[slot] = err
-		if err == nil && (best == nil || sb.Generation > best.Generation) {
+		if err == nil {
 			sb.Slot = slot
-			best = sb
+			sbs[slot] = sb
 		}
 	}
 	switch {
-	case best != nil:
-		return best, nil
+	case sbs[0] != nil && sbs[1] != nil:
+		if sbs[1].Generation > sbs[0].Generation {
+			return sbs[1], sbs[0], nil
+		}
+		return sbs[0], sbs[1], nil
+	case sbs[0] != nil:
+		return sbs[0], nil, nil
+	case sbs[1] != nil:
+		return sbs[1], nil, nil
+	case shrunk != nil:
+		return nil, nil, shrunk
+	case slots == 1:
+		return nil, nil, fmt.Errorf("format: device of %d bytes has no room for superblocks: %w", size, ErrNotSmallfs)
 	case errors.Is(errs[0], ErrNotSmallfs) && errors.Is(errs[1], ErrNotSmallfs):
-		return nil, fmt.Errorf("format: no smallfs magic in either superblock slot: %w", ErrNotSmallfs)
+		return nil, nil, fmt.Errorf("format: no smallfs magic in either superblock slot: %w", ErrNotSmallfs)
 	}
-	return nil, fmt.Errorf("format: superblock A: %v; superblock B: %v: %w", errs[0], errs[1], ErrNoValidSuperblock)
+	return nil, nil, fmt.Errorf("format: superblock A: %v; superblock B: %v: %w", errs[0], errs[1], ErrNoValidSuperblock)
 }
+
+// ShrunkError is ReadSuperblock's error for a device smaller than the
+// filesystem on it: an image file cut short (copied onto a full disk,
+// truncated by mistake). Nothing past the end is readable, but growing the
+// file back brings back whatever the cut did not destroy. It wraps
+// ErrNoValidSuperblock and ErrCorrupt, which it replaces: neither slot
+// describes the device as it is.
+type ShrunkError struct {
+	Size int64 // bytes the device has
+	Want int64 // bytes the filesystem spans (Blocks * BlockSize)
+}
+
+func (e *ShrunkError) Error() string {
+	return fmt.Sprintf("image is %d bytes but the filesystem is %d bytes: it was cut short; grow it back with truncate -s %d", e.Size, e.Want, e.Want)
+}
+
+func (e *ShrunkError) Unwrap() []error { return []error{ErrNoValidSuperblock, ErrCorrupt} }
 
 // WriteSuperblock makes sb current: it flushes (so everything sb points at
 // is durable first), bumps sb.Generation, writes the slot of the new

@@ -179,3 +179,48 @@ func TestSuperblockSurvivesCrashes(t *testing.T) {
 		}
 	}
 }
+
+// TestReadSuperblocksOther: the other slot comes back too while it is
+// valid, and not once it is damaged.
+func TestReadSuperblocksOther(t *testing.T) {
+	dev := device.NewMem(1 << 20)
+	sb := testSuperblock()
+	if err := InitSuperblocks(dev, sb); err != nil {
+		t.Fatal(err)
+	}
+	sb.Checkpoint = 100
+	if err := WriteSuperblock(dev, sb); err != nil {
+		t.Fatal(err)
+	}
+	cur, other, err := ReadSuperblocks(dev)
+	if err != nil || cur.Checkpoint != 100 || other == nil || other.Checkpoint != 0 || other.Generation != cur.Generation-1 || other.Slot == cur.Slot {
+		t.Fatalf("ReadSuperblocks: %+v, %+v, %v", cur, other, err)
+	}
+	dev.Bytes()[other.Slot*SuperblockSlotSize+60] ^= 1
+	if cur2, other, err := ReadSuperblocks(dev); err != nil || *cur2 != *cur || other != nil {
+		t.Fatalf("other slot damaged: %+v, %+v, %v", cur2, other, err)
+	}
+}
+
+// TestSuperblockShrunkImage: an image shorter than its filesystem says
+// how long it should be, whether the cut leaves both slots, one, or less.
+func TestSuperblockShrunkImage(t *testing.T) {
+	dev := device.NewMem(1 << 20)
+	sb := testSuperblock() // 256 blocks of 4 KiB
+	if err := InitSuperblocks(dev, sb); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{200 << 10, 8192, 5000} {
+		_, err := ReadSuperblock(device.NewMemFrom(bytes.Clone(dev.Bytes()[:size])))
+		var shrunk *ShrunkError
+		if !errors.As(err, &shrunk) || shrunk.Size != int64(size) || shrunk.Want != 1<<20 || !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("image cut to %d bytes: %v", size, err)
+		}
+		if want := "it was cut short; grow it back with truncate -s 1048576"; !strings.Contains(err.Error(), want) {
+			t.Errorf("image cut to %d bytes: %q does not say %q", size, err, want)
+		}
+	}
+	if _, err := ReadSuperblock(device.NewMemFrom(bytes.Clone(dev.Bytes()[:100]))); !errors.Is(err, ErrNotSmallfs) {
+		t.Fatalf("100 bytes left: %v", err)
+	}
+}
