@@ -30,6 +30,9 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 	for _, ino := range vol.Recovery().Orphans {
 		fixed = append(fixed, volume.Problem{Ino: ino, What: "orphan freed"}.String())
 	}
+	if d := vol.Recovery().Damaged; d != nil { // Close below writes the fresh one
+		fixed = append(fixed, fmt.Sprintf("damaged checkpoint at block %d replaced by a fresh one", d.Block))
+	}
 	notes = nil // done now, not at the next mount
 	done, rerr := vol.Repair()
 	fixed = append(fixed, problemStrings(done)...)
@@ -60,6 +63,9 @@ func inspect(path string, dev device.Device, show status) (found, notes []string
 }
 
 // recoveryProblems and recoveryNotes sort what Open completed by itself.
+// A damaged newest checkpoint that the older one and the log stood in for
+// is a problem although nothing is lost: until a fresh checkpoint replaces
+// it, a second damage would have nothing to fall back to.
 // A replayed log is the journal doing its job after a crash, and not even
 // a note. Inodes without links that Open freed are, after a crash, what
 // every crash with recent deletes leaves: files unlinked while open, or
@@ -67,10 +73,14 @@ func inspect(path string, dev device.Device, show status) (found, notes []string
 // an orphan list for the same). They are a note: the next mount frees
 // them. A cleanly closed volume has none, so there one is a problem.
 func recoveryProblems(r volume.Recovery) []string {
-	if n := len(r.Orphans); n > 0 && r.Clean {
-		return []string{fmt.Sprintf("%d orphan inode(s): unlinked but never freed", n)}
+	var out []string
+	if d := r.Damaged; d != nil {
+		out = append(out, d.String())
 	}
-	return nil
+	if n := len(r.Orphans); n > 0 && r.Clean {
+		out = append(out, fmt.Sprintf("%d orphan inode(s): unlinked but never freed", n))
+	}
+	return out
 }
 
 func recoveryNotes(r volume.Recovery) []string {

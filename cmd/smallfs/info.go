@@ -40,8 +40,25 @@ type deviceInfo struct {
 	LogHead    uint64 `json:"log_head"`
 	LogSeq     uint64 `json:"log_seq"`
 	NextIno    uint64 `json:"next_inode"`
+	// Older is the other slot's checkpoint, which stands in should the
+	// newest be damaged; nil when the other slot names the same one or
+	// holds no valid superblock (OlderNone says which).
+	Older     *olderInfo `json:"older_checkpoint"`
+	OlderNone string     `json:"older_checkpoint_none,omitempty"`
+	// Damaged is set when opening found the newest checkpoint damaged
+	// (the older one stood in).
+	Damaged string `json:"damaged,omitempty"`
 
 	Usage *usageInfo `json:"usage,omitempty"` // needs the volume opened
+}
+
+// olderInfo is the checkpoint the other superblock slot names.
+type olderInfo struct {
+	Block      uint64 `json:"block"`
+	Slot       string `json:"slot"`
+	Generation uint64 `json:"generation"`
+	LogSeq     uint64 `json:"log_seq"`           // replay after it starts at this sequence
+	Damaged    string `json:"damaged,omitempty"` // its header does not read
 }
 
 // usageInfo is what opening the volume adds: space, files and, when the
@@ -89,7 +106,7 @@ func readInfo(path string) (*deviceInfo, error) {
 		return nil, err
 	}
 	defer dev.Close()
-	sb, err := format.ReadSuperblock(dev)
+	sb, other, err := format.ReadSuperblocks(dev)
 	if err != nil {
 		return nil, formatError(path, err)
 	}
@@ -101,12 +118,34 @@ func readInfo(path string) (*deviceInfo, error) {
 		LogStart: sb.Log.Start, LogBlocks: sb.Log.Len, LogHead: sb.LogHead, LogSeq: sb.LogSeq,
 		NextIno: sb.NextIno,
 	}
+	inf.Older, inf.OlderNone = olderCheckpoint(dev, sb, other)
 	if !mounted {
-		if inf.Usage, err = volumeUsage(path, dev); err != nil {
+		var damaged string
+		if inf.Usage, damaged, err = volumeUsage(path, dev); err != nil {
 			return nil, err
 		}
+		inf.Damaged = damaged
 	}
 	return inf, nil
+}
+
+// olderCheckpoint describes the checkpoint the other slot names, reading
+// its header (not the whole of it), or says why there is none.
+func olderCheckpoint(dev device.Device, sb, other *format.Superblock) (*olderInfo, string) {
+	switch {
+	case other == nil:
+		return nil, fmt.Sprintf("slot %c holds no valid superblock", 'A'+1-sb.Slot)
+	case other.Checkpoint == sb.Checkpoint:
+		return nil, "both slots name the newest (a mount's first periodic commit writes another)"
+	}
+	o := &olderInfo{Block: other.Checkpoint, Slot: string(rune('A' + other.Slot)), Generation: other.Generation, LogSeq: other.LogSeq}
+	hb := make([]byte, sb.BlockSize)
+	if _, err := dev.ReadAt(hb, int64(other.Checkpoint)*int64(sb.BlockSize)); err != nil {
+		o.Damaged = err.Error()
+	} else if _, err := format.DecodeCheckpointHead(hb, 0); err != nil {
+		o.Damaged = err.Error()
+	}
+	return o, ""
 }
 
 // featureNames spells out the feature bits info knows, as " (a, b)".
@@ -142,6 +181,20 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 		p("checkpoint\tnone\n")
 	} else {
 		p("checkpoint\tblock %d\n", inf.Checkpoint)
+	}
+	// Labels no wider than the others keep the columns where scripts
+	// expect them.
+	switch o := inf.Older; {
+	case o == nil:
+		p("fallback\tnone: %s\n", inf.OlderNone)
+	case o.Damaged != "":
+		p("fallback\tcheckpoint at block %d (slot %s), damaged too: %s\n", o.Block, o.Slot, o.Damaged)
+	default:
+		p("fallback\tcheckpoint at block %d (slot %s, generation %d, log from sequence %d) stands by should the newest be damaged\n",
+			o.Block, o.Slot, o.Generation, o.LogSeq)
+	}
+	if inf.Damaged != "" {
+		p("damage\t%s; smallfs fsck --repair writes a fresh checkpoint\n", inf.Damaged)
 	}
 	p("log\tblocks %d-%d (%d blocks), replay from log block %d, sequence %d\n",
 		inf.LogStart, inf.LogStart+inf.LogBlocks-1, inf.LogBlocks, inf.LogHead, inf.LogSeq)

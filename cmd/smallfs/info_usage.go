@@ -3,16 +3,21 @@ package main
 import "github.com/smallfs/smallfs/fs/device"
 
 // volumeUsage opens the volume read-only and reads what info shows beyond
-// the superblock: space, files and the allocator's view of free space.
-func volumeUsage(path string, dev device.Device) (*usageInfo, error) {
+// the superblock: space, files and the allocator's view of free space,
+// and the damage opening it worked around ("" when none).
+func volumeUsage(path string, dev device.Device) (*usageInfo, string, error) {
 	vol, err := openReadOnly(path, dev, nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer vol.Close()
 	st := vol.StatFS()
+	damaged := ""
+	if d := vol.Recovery().Damaged; d != nil {
+		damaged = d.String()
+	}
 	return &usageInfo{
 		BlocksFree: st.BlocksFree, Files: st.Files, FilesFree: st.FilesFree,
 		Free: volumeAlloc(vol),
-	}, nil
+	}, damaged, nil
 }

@@ -1,6 +1,9 @@
 package volume
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // This file is the contract between the volume core and its users (the FUSE
 // adapter in fs/fuse, fsck and the command line, tests). It lists the types
@@ -185,6 +188,28 @@ type Recovery struct {
 	// completed, so nothing in it was acknowledged (FeatureDataSums).
 	Dropped uint64
 	Orphans []Ino // inodes without links a crash left behind, freed
+	// Damaged is set when the newest checkpoint did not load and Open
+	// loaded the older one the other superblock names instead, replaying
+	// the log from its position past the damaged one's: nothing committed
+	// was lost. The next checkpoint replaces the damaged one (the first
+	// periodic commit of a mount writes one; so does Close, which is how
+	// fsck --repair mends it).
+	Damaged *CheckpointDamage
+}
+
+// CheckpointDamage is a newest checkpoint Open found damaged, and the
+// older one it loaded instead.
+type CheckpointDamage struct {
+	Block      uint64 // header block of the damaged checkpoint
+	Slot       int    // superblock slot naming it (0 = A)
+	Reason     string // what is wrong with it
+	Loaded     uint64 // header block of the older checkpoint loaded instead
+	LoadedSlot int    // superblock slot naming that one
+}
+
+func (d CheckpointDamage) String() string {
+	return fmt.Sprintf("newest checkpoint (block %d, superblock %c) is damaged: %s; the older checkpoint (block %d, superblock %c) and the log after it stood in: nothing lost",
+		d.Block, 'A'+d.Slot, d.Reason, d.Loaded, 'A'+d.LoadedSlot)
 }
 
 // Progress is how far Open has got (Options.Progress).

@@ -199,7 +199,11 @@
 // written into freshly allocated blocks; the superblock flip makes it
 // current and lets the journal reuse the log before it. The checkpoints
 // named by both superblock slots stay allocated (a torn write of one slot
-// falls back to the other); a checkpoint named by neither is freed.
+// falls back to the other); a checkpoint named by neither is freed. A
+// damaged newest checkpoint falls back the same way: Open loads the older
+// one and replays the log from its position, and keeps that only if the
+// replay passes the damaged one's log position (openOlder,
+// Recovery.Damaged); else it refuses, naming both.
 //
 // # Locking
 //

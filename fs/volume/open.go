@@ -18,10 +18,12 @@ import (
 // space from every extent referenced, and starts the periodic commit. It
 // refuses a device of a newer format version, with two bad superblocks, or
 // whose metadata is inconsistent (an extent map overlapping itself or
-// another, a record naming a missing inode), naming what is wrong. dev
-// stays the caller's: Close does not close it.
+// another, a record naming a missing inode), naming what is wrong. A
+// damaged newest checkpoint is worked around when the older one and the
+// log lose nothing (openOlder, Recovery.Damaged). dev stays the caller's:
+// Close does not close it.
 func Open(dev device.Device, opts Options) (*Volume, error) {
-	sb, err := format.ReadSuperblock(dev)
+	sb, older, err := format.ReadSuperblocks(dev)
 	switch {
 	case errors.Is(err, format.ErrNotSmallfs):
 		return nil, fmt.Errorf("open: %w (%w)", ErrInvalid, err)
@@ -35,27 +37,26 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		return nil, fmt.Errorf("open: %w", err)
 	}
 	start := time.Now()
-	// Tracked: a commit with no data written since the last flush skips
-	// its data barrier (journal.write); every write goes through v.dev.
-	v := &Volume{opts: opts, dev: device.Track(dev), blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb,
-		dataSums: sb.Features&format.FeatureDataSums != 0}
-	v.acct = newAcct(opts.Accounting)
-	v.inodes.acct = v.acct.chunks
-	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
-	v.dataStart = sb.Log.End()
-	v.txnRoom = txnRoom(sb.Log.Len, sb.BlockSize)
-	v.fixed = []alloc.Extent{{Off: 0, Len: v.dataStart}}
-
+	v := newVolume(dev, opts, sb)
 	head, nextSeq, err := v.load(sb)
+	var damage *checkpointDamage
+	if errors.As(err, &damage) && older != nil && older.Checkpoint != 0 && older.Checkpoint != sb.Checkpoint {
+		v, head, nextSeq, err = openOlder(dev, opts, sb, older, damage)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
+	}
+	// loaded is the superblock whose checkpoint and log position v holds.
+	loaded := sb
+	if v.recovery.Damaged != nil {
+		loaded = older
 	}
 	if err := v.rebuildSpace(sb.Blocks); err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
-	v.space.setCheckpoint(blocksIn(v.refs[sb.Slot].extents))
+	v.space.setCheckpoint(blocksIn(v.refs[loaded.Slot].extents))
 	v.j, err = journal.Open(v.dev, journal.Options{
-		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: nextSeq, Tail: sb.LogHead,
+		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: nextSeq, Tail: loaded.LogHead,
 		DataSums: v.dataSums, OnDurable: v.onDurable(nextSeq - 1), Logger: opts.Logger,
 	})
 	if err != nil {
@@ -79,6 +80,76 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	opts.Logger.WithField("inodes", v.inodes.used).WithField("clean", sb.Clean()).
 		WithField("took", time.Since(start)).Info("volume open")
 	return v, nil
+}
+
+// newVolume is the volume of superblock sb before anything is loaded.
+func newVolume(dev device.Device, opts Options, sb *format.Superblock) *Volume {
+	// Tracked: a commit with no data written since the last flush skips
+	// its data barrier (journal.write); every write goes through v.dev.
+	v := &Volume{opts: opts, dev: device.Track(dev), blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb,
+		dataSums: sb.Features&format.FeatureDataSums != 0}
+	v.acct = newAcct(opts.Accounting)
+	v.inodes.acct = v.acct.chunks
+	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
+	v.dataStart = sb.Log.End()
+	v.txnRoom = txnRoom(sb.Log.Len, sb.BlockSize)
+	v.fixed = []alloc.Extent{{Off: 0, Len: v.dataStart}}
+	return v
+}
+
+// checkpointDamage is a checkpoint that does not load: bytes that fail
+// their checks, or records that do not make a filesystem.
+type checkpointDamage struct {
+	sb  *format.Superblock // the superblock naming it
+	err error
+}
+
+func (d *checkpointDamage) Error() string {
+	return fmt.Sprintf("checkpoint at block %d (superblock %c): %v", d.sb.Checkpoint, 'A'+d.sb.Slot, d.err)
+}
+
+func (d *checkpointDamage) Unwrap() []error { return []error{ErrCorrupt, d.err} }
+
+// openOlder loads the checkpoint older names when the newest one, which
+// sb names, is damaged. The older checkpoint stays allocated while a slot
+// names it (ckptExtents), and the log from its position on is one chain
+// through the newest checkpoint's position (the journal continues across
+// checkpoints), so replaying it from there rebuilds what the damaged
+// checkpoint held and everything after it, unless the journal has reused
+// that log since (a lap past it) or the damaged checkpoint covered
+// transactions that never reached the log (it is written before they
+// are). So the result is kept only if replay passes the damaged
+// checkpoint's own log position: then nothing committed is lost.
+// Otherwise Open refuses, naming both checkpoints, and changes nothing.
+//
+// The volume then writes its superblocks over the damaged slot: both name
+// the older checkpoint, and the damaged one's blocks, which nothing marks
+// used, are free.
+func openOlder(dev device.Device, opts Options, sb, older *format.Superblock, damage *checkpointDamage) (*Volume, journal.Position, uint64, error) {
+	fail := func(format string, args ...any) (*Volume, journal.Position, uint64, error) {
+		return nil, journal.Position{}, 0, fmt.Errorf("%w; the older checkpoint at block %d (superblock %c) "+format,
+			append([]any{damage, older.Checkpoint, 'A' + older.Slot}, args...)...)
+	}
+	v := newVolume(dev, opts, older)
+	if err := v.loadFrom(older); err != nil {
+		return fail("does not load either: %w", err)
+	}
+	head, next, err := v.replay(older)
+	if err != nil {
+		return fail("cannot stand in: %w", err)
+	}
+	if next < sb.LogSeq {
+		return fail("and the log after it reach transaction %d only, the damaged one covers up to %d: "+
+			"transactions %d-%d would be lost, so the volume is not opened: %w", next-1, sb.LogSeq-1, next, sb.LogSeq-1, ErrCorrupt)
+	}
+	v.recovery.Damaged = &CheckpointDamage{Block: sb.Checkpoint, Slot: sb.Slot, Reason: damage.err.Error(), Loaded: older.Checkpoint, LoadedSlot: older.Slot}
+	// The next superblock goes over the damaged slot: the older one stays
+	// as it is until then.
+	v.sb.Generation = sb.Generation + 1
+	opts.Logger.WithField("damaged", sb.Checkpoint).WithField("loaded", older.Checkpoint).WithError(damage.err).
+		Warn("the newest checkpoint is damaged: loaded the older one and replayed the log from its position; nothing is lost. " +
+			"The next checkpoint replaces it (smallfs fsck --repair writes one at once)")
+	return v, head, next, nil
 }
 
 // maxExtentBytes is the most an extent takes in an ExtentsRec: three
@@ -117,14 +188,32 @@ func txnRoom(logBlocks uint64, blockSize uint32) int {
 }
 
 // load rebuilds the metadata from the checkpoint and, after a crash, the
-// log; it returns where the log continues.
+// log; it returns where the log continues. A checkpoint that does not load
+// is a *checkpointDamage.
 func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
-	info, err := v.loadCheckpoint(sb)
-	if err != nil {
-		return journal.Position{}, 0, fmt.Errorf("checkpoint at block %d: %w (%w)", sb.Checkpoint, ErrCorrupt, err)
+	if err := v.loadFrom(sb); err != nil {
+		return journal.Position{}, 0, err
 	}
-	if v.inodes.get(RootIno) == nil {
-		return journal.Position{}, 0, fmt.Errorf("checkpoint has no root directory: %w", ErrCorrupt)
+	v.recovery.Clean = sb.Clean()
+	if sb.Clean() {
+		return journal.Position{Block: sb.LogHead, Prev: sb.LogPrev}, sb.LogSeq, nil
+	}
+	return v.replay(sb)
+}
+
+// loadFrom loads the checkpoint sb names and notes its blocks as the
+// slot's. Damage (anything but a device error or a newer format) is a
+// *checkpointDamage.
+func (v *Volume) loadFrom(sb *format.Superblock) error {
+	info, err := v.loadCheckpoint(sb)
+	if err == nil && v.inodes.get(RootIno) == nil {
+		err = fmt.Errorf("checkpoint has no root directory: %w", ErrCorrupt)
+	}
+	if err != nil {
+		if errors.Is(err, format.ErrCorrupt) || errors.Is(err, ErrCorrupt) {
+			return &checkpointDamage{sb: sb, err: err}
+		}
+		return fmt.Errorf("checkpoint at block %d: %w (%w)", sb.Checkpoint, ErrCorrupt, err)
 	}
 	// Generations issued and freed before the checkpoint are below its
 	// NextGen; those after it are in the log replayed below.
@@ -134,15 +223,16 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 		ck.extents = append(ck.extents, alloc.Extent{Off: r.Start, Len: r.Len})
 	}
 	v.refs[sb.Slot] = ck
-	head := journal.Position{Block: sb.LogHead, Prev: sb.LogPrev}
-	v.recovery.Clean = sb.Clean()
-	if sb.Clean() {
-		return head, sb.LogSeq, nil
-	}
+	return nil
+}
+
+// replay applies the log from sb's position and returns where it ends.
+func (v *Volume) replay(sb *format.Superblock) (journal.Position, uint64, error) {
 	pr := v.progress(PhaseReplay, 0)
 	defer pr.end()
 	head, next, err := journal.ReplayScan(v.dev, journal.Options{
-		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: sb.LogSeq, DataSums: v.dataSums,
+		Region: sb.Log, BlockSize: sb.BlockSize, Head: journal.Position{Block: sb.LogHead, Prev: sb.LogPrev},
+		NextSeq: sb.LogSeq, DataSums: v.dataSums,
 		OnDropped: func(_, n uint64) { v.recovery.Dropped = n },
 	}, func(seq uint64, txn []format.Record) error {
 		pr.step()
@@ -248,6 +338,10 @@ func (v *Volume) freeOrphans() error {
 func (v *Volume) Recovery() Recovery {
 	r := v.recovery
 	r.Orphans = slices.Clone(r.Orphans)
+	if d := r.Damaged; d != nil {
+		c := *d
+		r.Damaged = &c
+	}
 	return r
 }
 

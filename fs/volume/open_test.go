@@ -40,11 +40,20 @@ func TestOpenIndexesLoadedDirs(t *testing.T) {
 			dup := dd.ents[len(dd.ents)-1]
 			dup.cookie = dd.next
 			dd.ents = append(dd.ents, dup)
+			// Open finds it, and falls back to the checkpoint before
+			// and the log, which hold the directory as it should be.
 			ok(t, v.Close())
-			_, err := Open(dev.Reopen(), opts)
-			if !IsCorrupt(err) || !strings.Contains(err.Error(), "listed twice") {
+			v, err := Open(dev.Reopen(), opts)
+			if err != nil {
 				t.Fatalf("checkpoint listing a name twice: %v", err)
 			}
+			if d := v.Recovery().Damaged; d == nil || !strings.Contains(d.Reason, "listed twice") {
+				t.Fatalf("checkpoint listing a name twice: Recovery.Damaged = %v", d)
+			}
+			if got := len(names(t, v, d)); got != n {
+				t.Fatalf("after the fallback %d entries listed, want %d", got, n)
+			}
+			ok(t, v.Close())
 		})
 	}
 }

@@ -2,9 +2,16 @@ package volume
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/format"
 )
 
 // TestCrashDuringRecoveryMount: a mount that replayed the log after a
@@ -40,4 +47,130 @@ func TestCrashDuringRecoveryMount(t *testing.T) {
 		return
 	}
 	ok(t, r2.Close())
+}
+
+// damageNewestCheckpoint flips bytes in the payload of the checkpoint the
+// newest superblock of img names, and returns the superblocks (newest,
+// other) as they were.
+func damageNewestCheckpoint(t *testing.T, img *device.Mem) (cur, other *format.Superblock) {
+	t.Helper()
+	cur, other, err := format.ReadSuperblocks(img)
+	ok(t, err)
+	if other == nil || other.Checkpoint == cur.Checkpoint {
+		t.Fatalf("the slots name checkpoints %d and %v: nothing to fall back to", cur.Checkpoint, other)
+	}
+	off := cur.Checkpoint*uint64(cur.BlockSize) + format.CheckpointHeaderSize + 3
+	for i := range uint64(3) {
+		img.Bytes()[off+i] ^= 0x5a
+	}
+	return cur, other
+}
+
+// TestDamagedCheckpointFallsBack: the newest checkpoint is damaged; Open
+// loads the older one the other slot names, replays the log from there,
+// loses nothing, says so (Recovery.Damaged, a warning), and the next
+// checkpoint mends it.
+func TestDamagedCheckpointFallsBack(t *testing.T) {
+	c := device.NewCrash(16<<20, 1)
+	ok(t, Mkfs(c, MkfsOptions{}))
+	v, err := Open(c, Options{CommitInterval: -1})
+	ok(t, err)
+	defer v.Close()
+	files := map[string][]byte{"before": pattern(9000, 1), "small": []byte("inline")}
+	inos := map[string]Ino{}
+	for name, data := range files {
+		inos[name] = writeFile(t, v, RootIno, name, data)
+	}
+	ok(t, v.Sync())
+	ok(t, v.checkpointConcurrent()) // the newest checkpoint: it holds both files
+	files["after"] = pattern(20000, 2)
+	inos["after"] = writeFile(t, v, RootIno, "after", files["after"])
+	ok(t, v.Unlink(root, RootIno, "small"))
+	delete(files, "small")
+	ok(t, v.Sync())
+
+	img := must[*device.Mem](t)(c.Crash(device.DropUnflushed))
+	cur, other := damageNewestCheckpoint(t, img)
+	log, hook := logtest.NewNullLogger()
+	r, err := Open(img, Options{CommitInterval: -1, Logger: log})
+	if err != nil {
+		t.Fatalf("open with the newest checkpoint damaged: %v", err)
+	}
+	d := r.Recovery().Damaged
+	if d == nil || d.Block != cur.Checkpoint || d.Slot != cur.Slot || d.Loaded != other.Checkpoint || d.LoadedSlot != other.Slot {
+		t.Fatalf("Recovery.Damaged = %+v, want checkpoint %d (slot %d) damaged, %d (slot %d) loaded", d, cur.Checkpoint, cur.Slot, other.Checkpoint, other.Slot)
+	}
+	warned := false
+	for _, e := range hook.AllEntries() {
+		warned = warned || e.Level == logrus.WarnLevel && strings.Contains(e.Message, "checkpoint is damaged")
+	}
+	if !warned {
+		t.Error("no warning logged about the damaged checkpoint")
+	}
+	check := func(r *Volume, when string) {
+		t.Helper()
+		for name, data := range files {
+			if got := readFile(t, r, inos[name]); !bytes.Equal(got, data) {
+				t.Fatalf("%s: %s reads %d bytes, want %d", when, name, len(got), len(data))
+			}
+		}
+		if _, err := r.Lookup(root, RootIno, "small"); err == nil {
+			t.Fatalf("%s: the unlinked file is back", when)
+		}
+		checkOK(t, r, img, when)
+	}
+	check(r, "after the fallback")
+	ok(t, r.Close())
+
+	r, err = Open(img.Reopen(), Options{CommitInterval: -1})
+	ok(t, err)
+	if d := r.Recovery().Damaged; d != nil {
+		t.Errorf("after a close the damage is still reported: %v", d)
+	}
+	check(r, "after the close")
+	ok(t, r.Close())
+}
+
+// TestDamagedCheckpointRefusedWhenLogShort: the newest checkpoint covers
+// a transaction that never reached the log (a checkpoint is written before
+// the log it covers), so the older checkpoint and the log cannot stand in
+// for it: Open refuses, naming both, and writes nothing.
+func TestDamagedCheckpointRefusedWhenLogShort(t *testing.T) {
+	c := device.NewCrash(16<<20, 1)
+	ok(t, Mkfs(c, MkfsOptions{}))
+	v, err := Open(c, Options{CommitInterval: -1})
+	ok(t, err)
+	defer v.Close()
+	writeFile(t, v, RootIno, "synced", pattern(9000, 1))
+	ok(t, v.Sync())
+	writeFile(t, v, RootIno, "only-in-the-checkpoint", pattern(9000, 2))
+	v.mu.Lock()
+	err = v.checkpoint(false)
+	v.mu.Unlock()
+	ok(t, err)
+
+	img := must[*device.Mem](t)(c.Crash(device.DropUnflushed))
+	intact := bytes.Clone(img.Bytes())
+	r, err := Open(device.NewMemFrom(intact), Options{CommitInterval: -1})
+	ok(t, err) // undamaged, the image is fine
+	ok(t, r.Close())
+
+	cur, other := damageNewestCheckpoint(t, img)
+	before := bytes.Clone(img.Bytes())
+	_, err = Open(img, Options{CommitInterval: -1})
+	if err == nil || !IsCorrupt(err) {
+		t.Fatalf("open with the newest checkpoint damaged and the log short: %v", err)
+	}
+	for _, want := range []string{fmt.Sprintf("checkpoint at block %d", cur.Checkpoint), fmt.Sprintf("older checkpoint at block %d", other.Checkpoint), "would be lost"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if !bytes.Equal(img.Bytes(), before) {
+		t.Error("the refused open changed the image")
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		t.Errorf("error %v is not ErrCorrupt", err)
+	}
+	t.Log(err)
 }
