@@ -159,7 +159,9 @@
 // concurrent fsyncs share the journal's group commit. The periodic commit
 // (Options.CommitInterval, default 5 s) writes back every dirty file and
 // syncs, bounding what a crash without fsync loses; it also checkpoints
-// once the log is half full, and a commit that finds the log half full
+// once the log is half full, and at its first run after Open (both slots
+// then name the checkpoint Open loaded: a second one gives a damaged
+// newest checkpoint something to fall back to), and a commit that finds the log half full
 // between two ticks asks for that at once (a full log checkpoints inline,
 // under the lock, and retries).
 // Close writes back, checkpoints, and marks the superblock clean: the next

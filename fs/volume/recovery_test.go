@@ -174,3 +174,40 @@ func TestDamagedCheckpointRefusedWhenLogShort(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestFirstCommitWritesSecondCheckpoint: after Open both slots name the
+// checkpoint it loaded; the first periodic commit writes a second one, so
+// a crash after it with the newest checkpoint damaged loses nothing.
+func TestFirstCommitWritesSecondCheckpoint(t *testing.T) {
+	c := device.NewCrash(16<<20, 1)
+	ok(t, Mkfs(c, MkfsOptions{}))
+	v, err := Open(c, Options{CommitInterval: -1})
+	ok(t, err)
+	defer v.Close()
+	a := writeFile(t, v, RootIno, "a", pattern(9000, 1))
+	ok(t, v.commitNow()) // the first periodic commit
+	gen := must[*format.Superblock](t)(format.ReadSuperblock(c)).Generation
+	b := writeFile(t, v, RootIno, "b", pattern(7000, 2))
+	ok(t, v.commitNow()) // the log is far from half full: no checkpoint
+	if g := must[*format.Superblock](t)(format.ReadSuperblock(c)).Generation; g != gen {
+		t.Errorf("the second periodic commit wrote a superblock (generation %d, was %d)", g, gen)
+	}
+
+	img := must[*device.Mem](t)(c.Crash(device.DropUnflushed))
+	sb := must[*format.Superblock](t)(format.ReadSuperblock(img))
+	img.Bytes()[sb.Checkpoint*uint64(sb.BlockSize)+format.CheckpointHeaderSize+3] ^= 0x5a
+	r, err := Open(img, Options{CommitInterval: -1})
+	if err != nil {
+		t.Fatalf("open after the first commit with the newest checkpoint damaged: %v", err)
+	}
+	defer r.Close()
+	if r.Recovery().Damaged == nil {
+		t.Error("Recovery.Damaged not set")
+	}
+	for ino, data := range map[Ino][]byte{a: pattern(9000, 1), b: pattern(7000, 2)} {
+		if got := readFile(t, r, ino); !bytes.Equal(got, data) {
+			t.Fatalf("inode %d reads %d bytes, want %d", ino, len(got), len(data))
+		}
+	}
+	checkOK(t, r, img, "after the fallback")
+}

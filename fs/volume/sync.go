@@ -81,15 +81,27 @@ func (v *Volume) stopCommitter() {
 	<-v.stopped
 }
 
-// commitNow is one periodic commit.
+// commitNow is one periodic commit. It checkpoints once the log is half
+// full, and also while both superblock slots name one checkpoint, as after
+// Open: until a second one is written a damaged checkpoint has nothing to
+// fall back to (openOlder), and on a quiet mount the log takes days to
+// fill half. So the first periodic commit of a mount writes one.
 func (v *Volume) commitNow() error {
 	if err := v.Sync(); err != nil {
 		return err
 	}
-	if used, capacity := v.j.Usage(); used*2 < capacity {
+	if used, capacity := v.j.Usage(); used*2 < capacity && !v.oneCheckpoint() {
 		return nil
 	}
 	return v.checkpointConcurrent()
+}
+
+// oneCheckpoint reports whether both superblock slots name the same
+// checkpoint.
+func (v *Volume) oneCheckpoint() bool {
+	v.ckptMu.Lock()
+	defer v.ckptMu.Unlock()
+	return v.refs[0].block == v.refs[1].block
 }
 
 // Fsync makes ino durable: a file's dirty data is written back first; for
