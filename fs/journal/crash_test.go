@@ -13,10 +13,22 @@ import (
 // includes every one synced by then. A new run then appends on the crashed
 // image and crashes again: replay must give the recovered run plus the new
 // transactions, never a stale chunk of the abandoned history.
+//
+// With DataSums (commit marks) it also shows that no crash, first or
+// second, passes for damage before the end of the log (ErrLogDamaged):
+// the second life's stale chunks of the first are a later lap's
+// neighbours with another nonce.
 func TestCrashGivesSyncedPrefix(t *testing.T) {
+	for _, sums := range []bool{false, true} {
+		t.Run(map[bool]string{false: "two-flushes", true: "data-sums"}[sums], func(t *testing.T) { crashGivesSyncedPrefix(t, sums) })
+	}
+}
+
+func crashGivesSyncedPrefix(t *testing.T, sums bool) {
 	for seed := range int64(6) {
 		c := device.NewCrash(32<<10, seed) // the log ends at block 56: 28 KiB
 		opts := testOpts(40)
+		opts.DataSums = sums
 		c.KeepHistory()
 		j := mustOpen(t, c, opts)
 		rng := rand.New(rand.NewPCG(uint64(seed), 99))

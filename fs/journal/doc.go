@@ -70,6 +70,27 @@
 // log, but a checksummed chunk that does not decode as corruption
 // (format.ErrCorrupt).
 //
+// # Damage before the end (Options.DataSums)
+//
+// A chunk damaged in the middle of the log would end replay there and
+// silently drop the committed transactions after it. With commit marks
+// (format.ChunkFlagCommit, DataSums only) replay can tell: where the
+// chain ends it reads the rest of the lap, and a marked chunk with a
+// later sequence and the nonce of the chunks just replayed (the same
+// journal instance) proves that the chunk where the chain broke had
+// been durable, since that instance wrote the marked chunk's commit only
+// after the commit before it had flushed. Replay then fails with a
+// *DamageError (ErrLogDamaged) naming the transactions lost, or, with
+// Options.Salvage, keeps what is before the damage and continues the log
+// there. Damage to the last commit has nothing after it and still looks
+// like a torn write that ends the log, as in jbd2; so does damage to the
+// first chunk replay reads (no nonce to compare) and to a mount's first
+// chunk (the chunks before it carry another nonce). Logs without the
+// marks (images made without FeatureDataSums) end at any damage as
+// before. The cost: a replay after a crash reads the whole log region
+// past its end once more (TestReplayLogDamagedMidway,
+// TestCrashGivesSyncedPrefix/data-sums for the absence of false alarms).
+//
 // # Why the chain
 //
 // Sequence numbers alone cannot tell a stale chunk from a fresh one: a run

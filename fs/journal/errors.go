@@ -1,6 +1,9 @@
 package journal
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrLogFull is returned by Append when the transaction does not fit in
@@ -20,4 +23,38 @@ var (
 	// that cannot be right (Sync of a sequence not appended yet, Release of
 	// a position outside the live log).
 	ErrBadArgument = errors.New("bad journal argument")
+	// ErrLogDamaged is returned by Replay, in a *DamageError, when the log
+	// is damaged before its end: a chunk fails its checks but a later
+	// commit of the same journal instance is on disk past it, so that
+	// chunk had been durable and the transactions from it on had been
+	// committed. Options.Salvage accepts the damage instead.
+	ErrLogDamaged = errors.New("metadata log damaged")
 )
+
+// Damage is where replay found the log damaged before its end, and what
+// that loses.
+type Damage struct {
+	Block uint64 // log block where the chain breaks: the chunk there fails its checks
+	Seq   uint64 // the transaction expected there: the first one lost
+	// Last is the highest transaction found intact past the damage: at
+	// least Seq through Last were committed and are lost.
+	Last uint64
+	// ProofBlock and ProofSeq are the first chunk of a later commit found
+	// past the damage (format.ChunkFlagCommit, the same nonce as the
+	// chunks before it), which proves that the damaged chunk was durable.
+	ProofBlock, ProofSeq uint64
+}
+
+func (d Damage) String() string {
+	return fmt.Sprintf("log block %d does not hold the chunk of transaction %d, but a later commit (transaction %d at log block %d) is intact past it: "+
+		"transactions %d-%d (at least) had been committed and are lost", d.Block, d.Seq, d.ProofSeq, d.ProofBlock, d.Seq, d.Last)
+}
+
+// DamageError is Replay's error for a log damaged before its end; it
+// wraps ErrLogDamaged.
+type DamageError struct{ Damage Damage }
+
+func (e *DamageError) Error() string {
+	return "journal: " + e.Damage.String() + ": " + ErrLogDamaged.Error()
+}
+func (e *DamageError) Unwrap() error { return ErrLogDamaged }

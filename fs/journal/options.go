@@ -48,6 +48,14 @@ type Options struct {
 	// device. The writer must then not reuse blocks freed in a commit
 	// until a later commit is durable (see doc.go, "One flush per commit").
 	DataSums bool
+	// Salvage makes replay accept a log damaged before its end (see
+	// ErrLogDamaged): it keeps the transactions before the damage, ends
+	// the log there, reports the damage to OnDamaged and returns no
+	// error. Replay only.
+	Salvage bool
+	// OnDamaged, if set, is called by a salvaging replay with the damage
+	// it accepted. Replay only.
+	OnDamaged func(Damage)
 	// OnDropped, if set, is called by replay when it drops the
 	// transactions of a last commit whose data did not land: n of them,
 	// from sequence from on. Replay only.

@@ -61,6 +61,8 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 	var held []heldChunk
 	pos, prev, seq := opts.Head.Block, opts.Head.Prev, opts.NextSeq
 	var walked, chunks, txns uint64 // walked bounds replay to one lap
+	var nonce uint32                // of the last chunk accepted
+	accepted := false
 	for {
 		h, payload, err := r.read(pos, walked)
 		if err != nil {
@@ -69,6 +71,7 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 		if h == nil || h.Seq != seq || h.Prev != prev {
 			break
 		}
+		nonce, accepted = h.Nonce, true
 		c := heldChunk{pos: pos, prev: prev, seq: seq, txns: h.Txns, payload: payload}
 		if opts.DataSums && h.Flags&format.ChunkFlagCommit != 0 {
 			for _, c := range held {
@@ -100,8 +103,28 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 		chunks++
 		txns += uint64(h.Txns)
 	}
-	good, err := r.landed(held)
-	if err != nil {
+	// The chain ends here: at the end of the log, or at damage before it
+	// if a later commit of the same journal instance is on disk past
+	// this point (only commits flag their first chunk, with DataSums).
+	var damage *Damage
+	if opts.DataSums && accepted {
+		if damage, err = r.laterCommit(pos, r.blocks-walked, seq, nonce); err != nil {
+			return Position{}, 0, err
+		}
+	}
+	good := len(held)
+	if damage != nil {
+		if !opts.Salvage {
+			return Position{}, 0, &DamageError{*damage}
+		}
+		// A later commit flushed after the held chunks did: their data
+		// is durable, and may have been reused since, so it is not
+		// checked.
+		opts.Logger.WithField("damage", damage.String()).Warn("journal: the log is damaged before its end; salvaging: replay keeps the transactions before the damage")
+		if opts.OnDamaged != nil {
+			opts.OnDamaged(*damage)
+		}
+	} else if good, err = r.landed(held); err != nil {
 		return Position{}, 0, err
 	}
 	for _, c := range held[:good] {
@@ -122,6 +145,65 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 	}
 	log.WithField("chunks", chunks).WithField("transactions", txns).WithField("next_seq", seq).Info("journal replayed")
 	return Position{Block: pos, Prev: prev}, seq, nil
+}
+
+// laterCommit looks at the n blocks from pos on (the rest of the lap)
+// for the first chunk of a later commit by the journal instance that
+// wrote the chunks before pos (nonce), with a sequence above seq, the one
+// expected at pos. Commits run one at a time and each ends with a flush,
+// so such a chunk proves that the chunk for seq at pos had been durable:
+// the chain ending at pos is damage, not the end of the log. The chunks
+// of a commit that a crash tore are never followed by one, so a damaged
+// last commit still looks like the end (as in jbd2). It returns nil when
+// there is none. It reads the whole rest of the region, once per replay
+// of a volume with DataSums that was not closed cleanly.
+func (r *replayer) laterCommit(pos, n, seq uint64, nonce uint32) (*Damage, error) {
+	bs := uint64(r.bs)
+	per := min(max(uint64(1<<20)/bs, 1), n) // blocks read at a time
+	win := make([]byte, per*bs)
+	var big []byte // a chunk reaching past the window
+	var d *Damage
+	var last uint64 // highest transaction of the instance's chunks past pos
+	for i := uint64(1); i < n; {
+		b := (pos + i) % r.blocks
+		k := min(per, n-i, r.blocks-b)
+		w := win[:k*bs]
+		if err := r.readAt(w, b); err != nil {
+			return nil, err
+		}
+		for j := range k {
+			h, err := format.ParseChunkHeader(w[j*bs:])
+			if err != nil || h.Nonce != nonce || h.Seq <= seq {
+				continue
+			}
+			size := uint64(format.ChunkSize(int(h.PayloadLen), uint32(r.bs))) / bs
+			if b+j+size > r.blocks {
+				continue
+			}
+			c := w[j*bs:]
+			if j+size > k {
+				if uint64(len(big)) < size*bs {
+					big = make([]byte, size*bs)
+				}
+				c = big
+				if err := r.readAt(c[:size*bs], b+j); err != nil {
+					return nil, err
+				}
+			}
+			if _, _, err := format.CheckChunk(c[:size*bs]); err != nil {
+				continue
+			}
+			last = max(last, h.Seq+uint64(h.Txns)-1)
+			if h.Flags&format.ChunkFlagCommit != 0 && d == nil {
+				d = &Damage{Block: pos, Seq: seq, ProofBlock: b + j, ProofSeq: h.Seq}
+			}
+		}
+		i += k
+	}
+	if d != nil {
+		d.Last = max(last, d.ProofSeq-1)
+	}
+	return d, nil
 }
 
 // heldChunk is a chunk read, not yet applied: where it starts, the chain
