@@ -23,7 +23,7 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 		return found, nil, found, notes, err
 	}
 	show("repairing")
-	vol, err := volume.Open(dev, volume.Options{Logger: quiet(), CommitInterval: -1, Progress: progressLine(show)})
+	vol, err := volume.Open(dev, volume.Options{Logger: quiet(), CommitInterval: -1, Progress: progressLine(show), Salvage: true})
 	if err != nil {
 		return found, nil, found, notes, nil // nothing could be repaired
 	}
@@ -32,6 +32,9 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 	}
 	if d := vol.Recovery().Damaged; d != nil { // Close below writes the fresh one
 		fixed = append(fixed, fmt.Sprintf("damaged checkpoint at block %d replaced by a fresh one", d.Block))
+	}
+	if d := vol.Recovery().LogDamage; d != nil { // and ends the log where the damage is
+		fixed = append(fixed, fmt.Sprintf("log salvaged: kept the transactions before %d; %d-%d (at least) are lost", d.First, d.First, d.Last))
 	}
 	notes = nil // done now, not at the next mount
 	done, rerr := vol.Repair()
@@ -65,7 +68,8 @@ func inspect(path string, dev device.Device, show status) (found, notes []string
 // recoveryProblems and recoveryNotes sort what Open completed by itself.
 // A damaged newest checkpoint that the older one and the log stood in for
 // is a problem although nothing is lost: until a fresh checkpoint replaces
-// it, a second damage would have nothing to fall back to.
+// it, a second damage would have nothing to fall back to. A log damaged
+// before its end (salvaged in memory) is one, naming what it loses.
 // A replayed log is the journal doing its job after a crash, and not even
 // a note. Inodes without links that Open freed are, after a crash, what
 // every crash with recent deletes leaves: files unlinked while open, or
@@ -75,6 +79,9 @@ func inspect(path string, dev device.Device, show status) (found, notes []string
 func recoveryProblems(r volume.Recovery) []string {
 	var out []string
 	if d := r.Damaged; d != nil {
+		out = append(out, d.String())
+	}
+	if d := r.LogDamage; d != nil {
 		out = append(out, d.String())
 	}
 	if n := len(r.Orphans); n > 0 && r.Clean {

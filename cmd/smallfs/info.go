@@ -46,7 +46,8 @@ type deviceInfo struct {
 	Older     *olderInfo `json:"older_checkpoint"`
 	OlderNone string     `json:"older_checkpoint_none,omitempty"`
 	// Damaged is set when opening found the newest checkpoint damaged
-	// (the older one stood in).
+	// (the older one stood in) or the log damaged before its end
+	// (salvaged in memory).
 	Damaged string `json:"damaged,omitempty"`
 
 	Usage *usageInfo `json:"usage,omitempty"` // needs the volume opened
@@ -194,7 +195,7 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 			o.Block, o.Slot, o.Generation, o.LogSeq)
 	}
 	if inf.Damaged != "" {
-		p("damage\t%s; smallfs fsck --repair writes a fresh checkpoint\n", inf.Damaged)
+		p("damage\t%s; smallfs fsck --repair mends it\n", inf.Damaged)
 	}
 	p("log\tblocks %d-%d (%d blocks), replay from log block %d, sequence %d\n",
 		inf.LogStart, inf.LogStart+inf.LogBlocks-1, inf.LogBlocks, inf.LogHead, inf.LogSeq)

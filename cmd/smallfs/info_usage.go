@@ -1,6 +1,10 @@
 package main
 
-import "github.com/smallfs/smallfs/fs/device"
+import (
+	"strings"
+
+	"github.com/smallfs/smallfs/fs/device"
+)
 
 // volumeUsage opens the volume read-only and reads what info shows beyond
 // the superblock: space, files and the allocator's view of free space,
@@ -12,12 +16,15 @@ func volumeUsage(path string, dev device.Device) (*usageInfo, string, error) {
 	}
 	defer vol.Close()
 	st := vol.StatFS()
-	damaged := ""
+	var damage []string
 	if d := vol.Recovery().Damaged; d != nil {
-		damaged = d.String()
+		damage = append(damage, d.String())
+	}
+	if d := vol.Recovery().LogDamage; d != nil {
+		damage = append(damage, d.String())
 	}
 	return &usageInfo{
 		BlocksFree: st.BlocksFree, Files: st.Files, FilesFree: st.FilesFree,
 		Free: volumeAlloc(vol),
-	}, damaged, nil
+	}, strings.Join(damage, "; "), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/overlay"
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/journal"
 	"github.com/smallfs/smallfs/fs/volume"
 )
 
@@ -32,10 +34,12 @@ func makeFilesystem(dev device.Device, blockSize uint32, force bool, owner rootO
 
 // openReadOnly opens the volume on a copy-on-write overlay of dev: the
 // replay and bookkeeping Open does stay in memory and the device is only
-// read. Open tells progress (which may be nil) how far it has got. Close
-// the volume when done.
+// read. A log damaged before its end is salvaged, in memory too
+// (Recovery.LogDamage says what that loses): a look at the volume should
+// not fail where fsck --repair would go on. Open tells progress (which
+// may be nil) how far it has got. Close the volume when done.
 func openReadOnly(path string, dev device.Device, progress func(volume.Progress)) (*volume.Volume, error) {
-	vol, err := volume.Open(overlay.New(dev), volume.Options{CommitInterval: -1, Logger: quiet(), Progress: progress})
+	vol, err := volume.Open(overlay.New(dev), volume.Options{CommitInterval: -1, Logger: quiet(), Progress: progress, Salvage: true})
 	if err != nil {
 		return nil, volumeError(path, err)
 	}
@@ -46,6 +50,10 @@ func openReadOnly(path string, dev device.Device, progress func(volume.Progress)
 func volumeError(path string, err error) error {
 	if ferr := formatError(path, err); !strings.HasPrefix(ferr.Error(), path+": open:") {
 		return ferr
+	}
+	if errors.Is(err, journal.ErrLogDamaged) {
+		return explain(err, "%s: damaged filesystem: %s; run smallfs fsck --repair, which keeps what the log holds before the damage",
+			path, strings.TrimPrefix(err.Error(), "open: "))
 	}
 	if volume.IsCorrupt(err) {
 		return explain(err, "%s: damaged filesystem: %s", path, strings.TrimPrefix(err.Error(), "open: "))

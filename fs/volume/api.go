@@ -195,6 +195,24 @@ type Recovery struct {
 	// periodic commit of a mount writes one; so does Close, which is how
 	// fsck --repair mends it).
 	Damaged *CheckpointDamage
+	// LogDamage is set when Open salvaged a log damaged before its end
+	// (Options.Salvage): the committed transactions it names are lost.
+	LogDamage *LogDamage
+}
+
+// LogDamage is a log damaged before its end, salvaged: replay kept the
+// transactions before First.
+type LogDamage struct {
+	Block       uint64 // log block where the chain breaks
+	First, Last uint64 // transactions lost: at least First through Last, all committed
+	// ProofBlock and ProofSeq are the later commit found intact past the
+	// damage, which shows the transactions were committed.
+	ProofBlock, ProofSeq uint64
+}
+
+func (d LogDamage) String() string {
+	return fmt.Sprintf("metadata log damaged at log block %d: committed transactions %d-%d (at least) are lost (a later commit, transaction %d at log block %d, is intact past the damage)",
+		d.Block, d.First, d.Last, d.ProofSeq, d.ProofBlock)
 }
 
 // CheckpointDamage is a newest checkpoint Open found damaged, and the

@@ -232,8 +232,11 @@ func (v *Volume) replay(sb *format.Superblock) (journal.Position, uint64, error)
 	defer pr.end()
 	head, next, err := journal.ReplayScan(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: journal.Position{Block: sb.LogHead, Prev: sb.LogPrev},
-		NextSeq: sb.LogSeq, DataSums: v.dataSums,
+		NextSeq: sb.LogSeq, DataSums: v.dataSums, Salvage: v.opts.Salvage,
 		OnDropped: func(_, n uint64) { v.recovery.Dropped = n },
+		OnDamaged: func(d journal.Damage) {
+			v.recovery.LogDamage = &LogDamage{Block: d.Block, First: d.Seq, Last: d.Last, ProofBlock: d.ProofBlock, ProofSeq: d.ProofSeq}
+		},
 	}, func(seq uint64, txn []format.Record) error {
 		pr.step()
 		for _, r := range txn {
@@ -250,6 +253,9 @@ func (v *Volume) replay(sb *format.Superblock) (journal.Position, uint64, error)
 		return journal.Position{}, 0, fmt.Errorf("replay: %w", err)
 	}
 	v.recovery.Transactions = next - sb.LogSeq
+	if d := v.recovery.LogDamage; d != nil {
+		v.opts.Logger.WithField("damage", d.String()).Warn("the metadata log is damaged before its end; salvaged: the committed transactions after the damage are lost")
+	}
 	v.opts.Logger.WithField("transactions", next-sb.LogSeq).WithField("dropped", v.recovery.Dropped).Info("log replayed")
 	return head, next, nil
 }
@@ -341,6 +347,10 @@ func (v *Volume) Recovery() Recovery {
 	if d := r.Damaged; d != nil {
 		c := *d
 		r.Damaged = &c
+	}
+	if d := r.LogDamage; d != nil {
+		c := *d
+		r.LogDamage = &c
 	}
 	return r
 }

@@ -58,6 +58,13 @@ type Options struct {
 	// Accounting receives the "fs" layer's memory figures. Default
 	// accounting.Default.
 	Accounting *accounting.Registry
+	// Salvage makes Open accept a log damaged before its end
+	// (journal.ErrLogDamaged): it keeps the transactions before the damage
+	// and goes on without the committed ones after it, which
+	// Recovery.LogDamage names. Without it Open refuses such a volume.
+	// fsck --repair sets it, and so do read-only opens (fsck's check,
+	// info), in memory. Default false: a mount refuses.
+	Salvage bool
 	// Progress, if set, hears how Open is getting on, for a progress line
 	// on a terminal (fsck, mount of a big volume): it is called from
 	// Open's goroutine at the start and end of each phase and every

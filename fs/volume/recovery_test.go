@@ -12,6 +12,7 @@ import (
 
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
+	"github.com/smallfs/smallfs/fs/journal"
 )
 
 // TestCrashDuringRecoveryMount: a mount that replayed the log after a
@@ -210,4 +211,79 @@ func TestFirstCommitWritesSecondCheckpoint(t *testing.T) {
 		}
 	}
 	checkOK(t, r, img, "after the fallback")
+}
+
+// logChunks lists the log blocks of the chunks replay would read from the
+// superblock of img on, in order.
+func logChunks(t *testing.T, img *device.Mem) (*format.Superblock, []uint64) {
+	t.Helper()
+	sb := must[*format.Superblock](t)(format.ReadSuperblock(img))
+	bs := uint64(sb.BlockSize)
+	var out []uint64
+	for pos, seq := sb.LogHead, sb.LogSeq; len(out) < int(sb.Log.Len); {
+		h, err := format.ParseChunkHeader(img.Bytes()[(sb.Log.Start+pos)*bs:])
+		if err != nil || h.Seq != seq {
+			break
+		}
+		out = append(out, pos)
+		seq += uint64(h.Txns)
+		pos = (pos + uint64(format.ChunkSize(int(h.PayloadLen), sb.BlockSize))/bs) % sb.Log.Len
+	}
+	return sb, out
+}
+
+// TestLogDamagedMidway: a chunk in the middle of the log is damaged. Open
+// refuses (the committed transactions after it would be lost silently);
+// with Salvage it keeps what is before the damage and names what is lost.
+func TestLogDamagedMidway(t *testing.T) {
+	c := device.NewCrash(16<<20, 1)
+	ok(t, Mkfs(c, MkfsOptions{}))
+	v, err := Open(c, Options{CommitInterval: -1})
+	ok(t, err)
+	defer v.Close()
+	var inos []Ino
+	for i := range 3 {
+		inos = append(inos, writeFile(t, v, RootIno, fmt.Sprint("f", i), pattern(5000, byte(i))))
+		ok(t, v.Sync()) // a commit each
+	}
+	img := must[*device.Mem](t)(c.Crash(device.DropUnflushed))
+	sb, chunks := logChunks(t, img)
+	if len(chunks) != 3 {
+		t.Fatalf("log chunks at %v, want one per commit", chunks)
+	}
+	img.Bytes()[(sb.Log.Start+chunks[1])*uint64(sb.BlockSize)+format.ChunkHeaderSize+2] ^= 0xff
+
+	before := bytes.Clone(img.Bytes())
+	_, err = Open(img, Options{CommitInterval: -1})
+	if !errors.Is(err, journal.ErrLogDamaged) || !IsCorrupt(err) {
+		t.Fatalf("open of a log damaged midway: %v, want ErrLogDamaged", err)
+	}
+	if !bytes.Equal(img.Bytes(), before) {
+		t.Error("the refused open changed the image")
+	}
+
+	r, err := Open(img, Options{CommitInterval: -1, Salvage: true})
+	if err != nil {
+		t.Fatalf("salvage: %v", err)
+	}
+	d := r.Recovery().LogDamage
+	if d == nil || d.Block != chunks[1] || d.First >= d.Last {
+		t.Fatalf("salvage: Recovery.LogDamage = %+v", d)
+	}
+	if got := readFile(t, r, inos[0]); !bytes.Equal(got, pattern(5000, 0)) {
+		t.Error("salvage: the file before the damage differs")
+	}
+	for _, name := range []string{"f1", "f2"} {
+		if _, err := r.Lookup(root, RootIno, name); err == nil {
+			t.Errorf("salvage: %s, committed after the damage, is there", name)
+		}
+	}
+	checkOK(t, r, img, "after the salvage")
+	ok(t, r.Close())
+	r, err = Open(img.Reopen(), Options{CommitInterval: -1})
+	ok(t, err)
+	if d := r.Recovery().LogDamage; d != nil {
+		t.Errorf("after the salvage and a close: %v", d)
+	}
+	ok(t, r.Close())
 }
