@@ -59,6 +59,9 @@ func openDevice(path string, opts device.Options) (*device.File, error) {
 	case errors.Is(err, device.ErrNotDevice):
 		return nil, explain(err, "%s: not an image file or block device", path)
 	case errors.Is(err, device.ErrTooSmall):
+		if shrunk := cutShort(path); shrunk != nil {
+			return nil, explain(err, "%s: %v", path, shrunk)
+		}
 		return nil, explain(err, "%s: too small for a filesystem (at least %s)", path, human(device.DefaultMinSize))
 	case !opts.ReadOnly:
 		return nil, openedReadOnly(path, err)
@@ -81,6 +84,21 @@ func refuseKernelMounted(path string) error {
 	return nil
 }
 
+// cutShort returns the format.ShrunkError of a device too small to open
+// that still holds a superblock: an image cut short, not one never made.
+func cutShort(path string) *format.ShrunkError {
+	d, err := device.Open(path, device.Options{ReadOnly: true, NoLock: true, MinSize: 1})
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	var shrunk *format.ShrunkError
+	if _, err := format.ReadSuperblock(d); errors.As(err, &shrunk) {
+		return shrunk
+	}
+	return nil
+}
+
 // kernelType is " (TYPE)" for a mount that is not smallfs's.
 func kernelType(m mountinfo.Mount) string {
 	if m.Type == smallfsType {
@@ -92,7 +110,10 @@ func kernelType(m mountinfo.Mount) string {
 // formatError explains why a device holds no filesystem this smallfs can
 // use.
 func formatError(path string, err error) error {
+	var shrunk *format.ShrunkError
 	switch {
+	case errors.As(err, &shrunk):
+		return explain(err, "%s: %v", path, shrunk)
 	case errors.Is(err, format.ErrNotSmallfs):
 		return explain(err, "%s: not a smallfs filesystem (make one with smallfs mkfs)", path)
 	case errors.Is(err, format.ErrNewerVersion):

@@ -170,3 +170,56 @@ func TestFsckLogDamaged(t *testing.T) {
 		t.Fatalf("fsck after the repair: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// TestCutShortImage: an image file cut short says how long it should be,
+// to info and to a mount (openSession's steps, without a daemon), whether
+// what is left still opens as a device or not; growing it back as told
+// brings the filesystem back.
+func TestCutShortImage(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "cut.img")
+	makeClean(t, img)
+	whole, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("image is %%d bytes but the filesystem is %d bytes: it was cut short; grow it back with truncate -s %d", fixtureSize, fixtureSize)
+	for _, size := range []int{1 << 20, 32 << 10} {
+		if err := os.WriteFile(img, whole[:size], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, dir, "info", img)
+		if code == 0 || !strings.Contains(stderr, fmt.Sprintf(want, size)) {
+			t.Errorf("info of an image cut to %d bytes: exit %d\n%s%s", size, code, stdout, stderr)
+		}
+		err := mountSteps(img)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(want, size)) {
+			t.Errorf("mount of an image cut to %d bytes: %v", size, err)
+		}
+	}
+	// Cut to 1 MiB, nothing in use was lost: truncate as told.
+	if err := os.WriteFile(img, whole[:1<<20], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, fixtureSize); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, dir, "fsck", img); code != fsckClean {
+		t.Errorf("fsck of the image grown back: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// mountSteps opens the device and the volume as openSession does and
+// returns its error, as the mount would report it.
+func mountSteps(path string) error {
+	dev, err := openDevice(path, device.Options{})
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	vol, err := volume.Open(dev, volume.Options{Logger: quiet(), CommitInterval: -1})
+	if err != nil {
+		return volumeError(path, err)
+	}
+	return vol.Close()
+}
