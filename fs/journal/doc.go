@@ -87,8 +87,11 @@
 // first chunk replay reads (no nonce to compare) and to a mount's first
 // chunk (the chunks before it carry another nonce). Logs without the
 // marks (images made without FeatureDataSums) end at any damage as
-// before. The cost: a replay after a crash reads the whole log region
-// past its end once more (TestReplayLogDamagedMidway,
+// before. The cost: a replay after a crash reads the rest of the log
+// region past its end, once, sequentially: 4.4 ms of CPU for a 64 MiB
+// region in memory (2026-12-01, shared 2-core VM, best of 5; a throwaway
+// test timing Replay of three commits), against 8 µs without the marks;
+// from a disk, the time to read the region (TestReplayLogDamagedMidway,
 // TestCrashGivesSyncedPrefix/data-sums for the absence of false alarms).
 //
 // # Why the chain
