@@ -78,3 +78,52 @@ func readDirect(t *testing.T, path string) {
 		t.Fatalf("read %s: %v", path, err)
 	}
 }
+
+// TestRemountedReadOnlyKeepsAccessTimes: once the kernel has remounted
+// the mount read-only and the server is told (Server.SetReadOnly, as the
+// daemon does on remount,ro), reads and listings record no access time,
+// so nothing is written to the device; remounted read-write, they do
+// again.
+func TestRemountedReadOnlyKeepsAccessTimes(t *testing.T) {
+	m := newMount(t)
+	dir, file := m.path("d"), m.path("d", "f")
+	must(t, os.Mkdir(dir, 0o755))
+	must(t, os.WriteFile(file, []byte("data"), 0o644))
+	old := time.Now().Add(-48 * time.Hour)
+	for _, p := range []string{file, dir} {
+		must(t, os.Chtimes(p, old, old.Add(time.Hour)))
+	}
+	atime := func(p string) int64 {
+		t.Helper()
+		var st syscall.Stat_t
+		must(t, syscall.Stat(p, &st))
+		a, err := m.vol.GetAttr(volume.Ino(st.Ino))
+		must(t, err)
+		return a.Atime
+	}
+	remount := func(ro bool) {
+		t.Helper()
+		flags := uintptr(syscall.MS_REMOUNT | syscall.MS_NOSUID | syscall.MS_NODEV)
+		if ro {
+			flags |= syscall.MS_RDONLY
+		}
+		must(t, syscall.Mount("", m.Dir, "", flags, ""))
+		m.srv.SetReadOnly(ro)
+	}
+	access := func() {
+		t.Helper()
+		readDirect(t, file)
+		_, err := os.ReadDir(dir)
+		must(t, err)
+	}
+	remount(true)
+	access()
+	if f, d := atime(file), atime(dir); f != old.UnixNano() || d != old.UnixNano() {
+		t.Errorf("read and listed on a mount remounted ro: atimes moved to %v, %v", time.Unix(0, f), time.Unix(0, d))
+	}
+	remount(false)
+	access()
+	if f, d := atime(file), atime(dir); f == old.UnixNano() || d == old.UnixNano() {
+		t.Errorf("read and listed after remount,rw: atimes %v, %v, want updated", time.Unix(0, f), time.Unix(0, d))
+	}
+}

@@ -157,6 +157,7 @@ func (s *fuseSession) Done() <-chan struct{} { return s.srv.Done() }
 func (s *fuseSession) Unmount() error        { return s.srv.Unmount() }
 func (s *fuseSession) Abort() error          { return s.srv.Abort() }
 func (s *fuseSession) Sync() error           { return s.vol.Sync() }
+func (s *fuseSession) Remounted(ro bool)     { s.srv.SetReadOnly(ro) }
 
 // Close closes the volume (write-back, checkpoint, clean flag), then the
 // device, which drops its lock.

@@ -93,8 +93,10 @@ func (m *mounted) syncRequest() error {
 }
 
 // remounted hears that the kernel remounted the filesystem. Read-only, it
-// commits what reached the daemon since the sync before.
+// stops recording access times and commits what reached the daemon
+// since the sync before.
 func (m *mounted) remounted(readOnly bool) error {
+	m.sess.Remounted(readOnly)
 	if !readOnly {
 		m.log.Info("remounted read-write")
 		return nil

@@ -46,7 +46,14 @@ func (f *fakeSession) Calls() string {
 
 func (f *fakeSession) Done() <-chan struct{} { return f.done }
 func (f *fakeSession) Sync() error           { f.record("sync"); return nil }
-func (f *fakeSession) Close() error          { f.record("close"); return f.closeErr }
+func (f *fakeSession) Remounted(ro bool) {
+	if ro {
+		f.record("remounted ro")
+	} else {
+		f.record("remounted rw")
+	}
+}
+func (f *fakeSession) Close() error { f.record("close"); return f.closeErr }
 
 func (f *fakeSession) Abort() error {
 	f.record("abort")

@@ -20,6 +20,10 @@ type session interface {
 	Abort() error
 	// Sync commits everything written so far.
 	Sync() error
+	// Remounted tells the session that the kernel remounted the
+	// filesystem read-only (or read-write again), so it stops (or
+	// resumes) recording access times.
+	Remounted(readOnly bool)
 	// Close runs after Done: it flushes, writes a checkpoint, marks the
 	// device clean and closes it.
 	Close() error

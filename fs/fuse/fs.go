@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"errors"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,9 @@ type fileSystem struct {
 	// When a read that reaches the daemon, or a listing, updates the
 	// access time (mount flags: relatime, strictatime, noatime, nodiratime).
 	fileAtime, dirAtime volume.AtimePolicy
+	// remountedRO: the kernel remounted the mount read-only (Server.
+	// SetReadOnly), so accesses record nothing, as at a ro mount.
+	remountedRO atomic.Bool
 }
 
 // timeout is a cache lifetime split the way the kernel wants it, computed
@@ -152,6 +156,9 @@ func joinTime(sec uint64, nsec uint32) int64 {
 // policy. It is a courtesy: a failure (a full log, a device error) is
 // logged and the access goes on.
 func (fs *fileSystem) accessed(ino uint64, policy volume.AtimePolicy) {
+	if fs.remountedRO.Load() {
+		return
+	}
 	// An inode gone meanwhile (an open directory removed) has no time to keep.
 	if _, err := fs.vol.Accessed(volume.Ino(ino), policy); err != nil && !errors.Is(err, syscall.ENOENT) {
 		fs.log.WithError(err).WithField("ino", ino).Warn("access time not updated")

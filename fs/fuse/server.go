@@ -271,5 +271,11 @@ func (s *Server) Wait() { <-s.served }
 // Done is closed when Wait would return.
 func (s *Server) Done() <-chan struct{} { return s.served }
 
+// SetReadOnly tells the server that the kernel remounted the mount
+// read-only (true) or read-write again (false). The kernel then refuses
+// every change itself, but access times are the daemon's to keep: while
+// read-only, reads and listings record none, so the device is not written.
+func (s *Server) SetReadOnly(ro bool) { s.fs.remountedRO.Store(ro) }
+
 // Mountpoint returns the directory the filesystem is mounted on.
 func (s *Server) Mountpoint() string { return s.mountpoint }
