@@ -31,6 +31,16 @@ type e2e struct {
 
 var builtBinary string // built once per test binary run
 
+// TestMain removes the binary the e2e tests built, which lives outside
+// any test's temporary directory so that it outlasts each test.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBinary != "" {
+		_ = os.RemoveAll(filepath.Dir(builtBinary))
+	}
+	os.Exit(code)
+}
+
 func newE2E(t testing.TB) *e2e {
 	t.Helper()
 	if testing.Short() {
