@@ -26,22 +26,8 @@ func TestAccessTimes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newMount(t, func(cfg *config) { cfg.mount.MountFlags = c.flags })
-			dir, file := m.path("d"), m.path("d", "f")
-			must(t, os.Mkdir(dir, 0o755))
-			must(t, os.WriteFile(file, []byte("data"), 0o644))
-			// Accessed long before the last change, as relatime wants.
-			old := time.Now().Add(-48 * time.Hour)
-			for _, p := range []string{file, dir} {
-				must(t, os.Chtimes(p, old, old.Add(time.Hour)))
-			}
-			atime := func(p string) int64 {
-				t.Helper()
-				var st syscall.Stat_t
-				must(t, syscall.Stat(p, &st))
-				a, err := m.vol.GetAttr(volume.Ino(st.Ino))
-				must(t, err)
-				return a.Atime
-			}
+			dir, file, old := agedEntries(t, m)
+			atime := func(p string) int64 { return volumeAtime(t, m, p) }
 			fileBefore, dirBefore := atime(file), atime(dir)
 			fd, err := syscall.Open(file, syscall.O_RDONLY, 0)
 			must(t, err)
@@ -67,6 +53,31 @@ func TestAccessTimes(t *testing.T) {
 	}
 }
 
+// agedEntries makes a directory d holding a file f, both last accessed
+// (at old) long before their last change, as relatime wants for an update.
+func agedEntries(t *testing.T, m *fsMount) (dir, file string, old time.Time) {
+	t.Helper()
+	dir, file = m.path("d"), m.path("d", "f")
+	must(t, os.Mkdir(dir, 0o755))
+	must(t, os.WriteFile(file, []byte("data"), 0o644))
+	old = time.Now().Add(-48 * time.Hour)
+	for _, p := range []string{file, dir} {
+		must(t, os.Chtimes(p, old, old.Add(time.Hour)))
+	}
+	return dir, file, old
+}
+
+// volumeAtime is path's access time as the volume holds it: the kernel's
+// attribute cache would not show a change.
+func volumeAtime(t *testing.T, m *fsMount, path string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	must(t, syscall.Stat(path, &st))
+	a, err := m.vol.GetAttr(volume.Ino(st.Ino))
+	must(t, err)
+	return a.Atime
+}
+
 // readDirect reads path with O_DIRECT, so the read reaches the
 // filesystem whatever the page cache holds.
 func readDirect(t *testing.T, path string) {
@@ -86,21 +97,8 @@ func readDirect(t *testing.T, path string) {
 // again.
 func TestRemountedReadOnlyKeepsAccessTimes(t *testing.T) {
 	m := newMount(t)
-	dir, file := m.path("d"), m.path("d", "f")
-	must(t, os.Mkdir(dir, 0o755))
-	must(t, os.WriteFile(file, []byte("data"), 0o644))
-	old := time.Now().Add(-48 * time.Hour)
-	for _, p := range []string{file, dir} {
-		must(t, os.Chtimes(p, old, old.Add(time.Hour)))
-	}
-	atime := func(p string) int64 {
-		t.Helper()
-		var st syscall.Stat_t
-		must(t, syscall.Stat(p, &st))
-		a, err := m.vol.GetAttr(volume.Ino(st.Ino))
-		must(t, err)
-		return a.Atime
-	}
+	dir, file, old := agedEntries(t, m)
+	atime := func(p string) int64 { return volumeAtime(t, m, p) }
 	remount := func(ro bool) {
 		t.Helper()
 		flags := uintptr(syscall.MS_REMOUNT | syscall.MS_NOSUID | syscall.MS_NODEV)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
-	"strings"
 	"syscall"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountinfo"
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/fuse"
 )
 
 // A mount whose daemon died (kill -9, a crash, the OOM killer) stays in
@@ -86,28 +85,12 @@ func clearDeadMount(dir, dev string, log logrus.FieldLogger) error {
 		if top, err := mountinfo.Find(dir); err != nil || top.Dev != m.Dev {
 			continue
 		}
-		if err := detach(dir); err != nil {
+		if err := fuse.Detach(dir); err != nil {
 			return fmt.Errorf("%s: detaching the dead mount of %s: %w; clear it with: %s", dir, m.Source, err, clearHint(dir))
 		}
 		log.WithFields(logrus.Fields{"dead_mount": m.Dev, "source": m.Source}).Warn("detached a dead mount of this device left by a daemon that ended")
 	}
 	return fmt.Errorf("%s: mount point busy: smallfs mounts keep appearing there", dir)
-}
-
-// detach unmounts dir lazily (umount2 MNT_DETACH), through fusermount3
-// when this process may not. EINVAL: nothing is mounted there any more.
-func detach(dir string) error {
-	err := syscall.Unmount(dir, syscall.MNT_DETACH)
-	switch {
-	case err == nil, errors.Is(err, syscall.EINVAL):
-		return nil
-	case errors.Is(err, syscall.EPERM):
-		if out, err := exec.Command("fusermount3", "-u", "-z", dir).CombinedOutput(); err != nil {
-			return fmt.Errorf("fusermount3 -u -z: %w: %s", err, strings.TrimSpace(string(out)))
-		}
-		return nil
-	}
-	return err
 }
 
 // deadMountError retells a failure to reach the daemon of the mount on

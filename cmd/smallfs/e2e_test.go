@@ -369,21 +369,9 @@ func waitReady(t *testing.T, e *e2e, mnt string) {
 func TestE2EMountHelper(t *testing.T) {
 	e := newE2E(t)
 	img, mnt := e.image()
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare missing")
-	}
-	bin := e.path("bin")
-	if err := os.Mkdir(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(e.bin, filepath.Join(bin, "smallfs")); err != nil {
-		t.Fatal(err)
-	}
 	writeFile(t, e.path("fstab"), []byte(img+" "+mnt+" fuse.smallfs defaults,noauto,nofail,x-systemd.automount,comment=\"a,b\",log_file="+e.path("log")+" 0 0\n"))
 	script := `
-set -u
 check() { echo "$1: exit $2"; grep -c " $MNT fuse.smallfs " /proc/self/mounts; }
-mount --bind "$BIN" /usr/local/bin
 mount -t fuse.smallfs "$IMG" "$MNT" -o noatime,log_file="$LOG"; check "mount -t fuse.smallfs" $?
 echo hello > "$MNT/hello"
 umount "$MNT"; echo "umount: exit $?"
@@ -396,16 +384,38 @@ mount -t fuse.smallfs "$IMG" "$MNT" -o bogus 2>&1; check "bad option" $?
 mount -t fuse.smallfs "$IMG.missing" "$MNT" 2>&1; check "missing device" $?
 sleep 0.2
 `
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
-	cmd.Env = append(e.env, "BIN="+bin, "IMG="+img, "MNT="+mnt, "LOG="+e.path("log"), "FSTAB="+e.path("fstab"))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	golden(t, "e2e-mount-helper", 0, strings.ReplaceAll(string(out), e.dir, "$TMP"), "")
+	out := e.mountHelperScript(script, "IMG="+img, "MNT="+mnt, "LOG="+e.path("log"), "FSTAB="+e.path("fstab"))
+	golden(t, "e2e-mount-helper", 0, strings.ReplaceAll(out, e.dir, "$TMP"), "")
 	if out := e.must("fsck", img); !strings.HasSuffix(out, ": clean\n") {
 		t.Errorf("fsck after the helper mounts:\n%s", out)
 	}
+}
+
+// mountHelperScript runs a sh script that calls mount(8) as a user would,
+// with env added to the test's environment, and returns its output. It
+// runs in a private mount namespace where this test's binary is
+// bind-mounted over /usr/local/bin: mount(8) runs helpers with a fixed
+// PATH.
+func (e *e2e) mountHelperScript(script string, env ...string) string {
+	e.t.Helper()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		e.t.Skip("unshare missing")
+	}
+	bin := e.path("bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.Symlink(e.bin, filepath.Join(bin, "smallfs")); err != nil {
+		e.t.Fatal(err)
+	}
+	script = "set -u\nmount --bind \"$BIN\" /usr/local/bin\n" + script
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+	cmd.Env = append(append(e.env, "BIN="+bin), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("%v\n%s", err, out)
+	}
+	return string(out)
 }
 
 // BenchmarkMountCycle is what an operator waits for: a background mount

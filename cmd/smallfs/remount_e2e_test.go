@@ -124,19 +124,7 @@ func TestE2ERemount(t *testing.T) {
 func TestE2ERemountHelper(t *testing.T) {
 	e := newE2E(t)
 	img, mnt := e.image()
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare missing")
-	}
-	bin := e.path("bin")
-	if err := os.Mkdir(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(e.bin, filepath.Join(bin, "smallfs")); err != nil {
-		t.Fatal(err)
-	}
 	script := `
-set -u
-mount --bind "$BIN" /usr/local/bin
 mount -t fuse.smallfs "$IMG" "$MNT" -o noatime,log_file="$LOG"; echo "mount: $?"
 echo one > "$MNT/one"
 mount -o remount,ro "$MNT" 2>&1; echo "remount,ro: $?"
@@ -147,14 +135,9 @@ grep " $MNT " /proc/self/mountinfo | cut -d' ' -f6
 echo two > "$MNT/two" && cat "$MNT/one" "$MNT/two"
 umount "$MNT"; echo "umount: $?"
 `
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
-	cmd.Env = append(e.env, "BIN="+bin, "IMG="+img, "MNT="+mnt, "LOG="+e.path("log"))
-	got, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, got)
-	}
+	got := e.mountHelperScript(script, "IMG="+img, "MNT="+mnt, "LOG="+e.path("log"))
 	want := "mount: 0\nremount,ro: 0\nro,noatime\nwrite refused\nremount,rw: 0\nrw,noatime\none\ntwo\numount: 0\n"
-	if string(got) != want {
+	if got != want {
 		t.Errorf("mount(8) remounts:\n%s\nwant\n%s", got, want)
 	}
 	// fsck waits for the daemon to let go of the image.

@@ -48,7 +48,7 @@ func (s *Server) Abort() error {
 		return fmt.Errorf("fuse: abort %s: %w", s.mountpoint, err)
 	}
 	defer unix.Close(pin)
-	if err := detach(s.mountpoint); err != nil {
+	if err := Detach(s.mountpoint); err != nil {
 		return fmt.Errorf("fuse: abort %s: %w", s.mountpoint, err)
 	}
 	if err := abortConnection(s.conn); err != nil {
@@ -87,11 +87,11 @@ func pinMount(mountpoint string, conn uint32) (int, error) {
 	return fd, nil
 }
 
-// detach unmounts dir lazily (MNT_DETACH), through fusermount3 when
-// umount2 is not permitted. EINVAL means nothing is mounted there any
-// more (an unmount from outside), which is fine: the connection may still
-// be alive if files are open.
-func detach(dir string) error {
+// Detach unmounts dir lazily (MNT_DETACH, as fusermount3 -u -z), through
+// fusermount3 when umount2 is not permitted. EINVAL means nothing is
+// mounted there any more (an unmount from outside), which is fine: the
+// connection may still be alive if files are open.
+func Detach(dir string) error {
 	err := syscall.Unmount(dir, syscall.MNT_DETACH)
 	switch {
 	case err == nil, errors.Is(err, syscall.EINVAL):

@@ -58,7 +58,7 @@ func TestPinMountKeepsConnectionNumber(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(pin)
-	if err := detach(mntA); err != nil {
+	if err := Detach(mntA); err != nil {
 		t.Fatal(err)
 	}
 	// Without the pin no file holds A: its number would now be free.
