@@ -45,7 +45,8 @@
 // Mount options: default_permissions wherever a caller other than root can
 // reach the mount (see "# Permissions"), allow_other only with Options.AllowOther,
 // read-only mounts with Options.ReadOnly ("ro": the kernel refuses every
-// change with EROFS). The generic flags (Options.MountFlags: noexec,
+// change with EROFS, and so does the adapter, should a remount,rw made
+// behind the daemon's back lift the kernel's check). The generic flags (Options.MountFlags: noexec,
 // noatime, relatime, sync, dirsync, ...; nosuid and nodev unless
 // Options.Suid or Dev) are applied by the mount itself, never by a remount:
 // as MS_* bits to mount(2) when the process may mount, and as option names

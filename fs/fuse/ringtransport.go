@@ -21,7 +21,7 @@ const opInit = 26
 // server goes on reading, and answer through a fuse.ProtocolServer over
 // the same fileSystem, set up with the INIT the kernel sent. fail is
 // called if a ring fails while the connection lives.
-func newRings(srv *fuse.Server, fs *fileSystem, o *Options, fail func(error)) (*uring.Transport, error) {
+func newRings(srv *fuse.Server, fs fuse.RawFileSystem, o *Options, fail func(error)) (*uring.Transport, error) {
 	fd, err := dupDeviceFd(srv)
 	if err != nil {
 		return nil, err

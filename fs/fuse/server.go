@@ -63,7 +63,7 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 		}
 	}
 	fs := newFileSystem(vol, dev, o)
-	srv, mo, err := newServer(fs, mountpoint, &o)
+	srv, mo, err := newServer(fs.rawFileSystem(), mountpoint, &o)
 	if err != nil {
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
@@ -118,7 +118,7 @@ func (s *Server) startRings(o *Options) error {
 		return nil
 	case s.fuse.KernelSettings().Flags64()&fuse.CAP_OVER_IO_URING != 0:
 		var err error
-		s.rings, err = newRings(s.fuse, s.fs, o, func(err error) {
+		s.rings, err = newRings(s.fuse, s.fs.rawFileSystem(), o, func(err error) {
 			// Requests for that CPU's queue would wait forever: end the
 			// connection, as a daemon that died would, but with the
 			// volume intact.
@@ -138,7 +138,7 @@ func (s *Server) startRings(o *Options) error {
 // and falls back to fusermount3, which takes them as names, when the
 // kernel refuses an unprivileged caller. It returns the options it
 // mounted with.
-func newServer(fs *fileSystem, mountpoint string, o *Options) (*fuse.Server, *fuse.MountOptions, error) {
+func newServer(fs fuse.RawFileSystem, mountpoint string, o *Options) (*fuse.Server, *fuse.MountOptions, error) {
 	mo := o.mountOptions(true)
 	srv, err := fuse.NewServer(fs, mountpoint, mo)
 	if errors.Is(err, syscall.EPERM) {
