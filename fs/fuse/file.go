@@ -121,6 +121,12 @@ func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 	}
 	n, err := r.h.WriteAtFlags(data, int64(in.Offset), flags)
 	fs.let(r)
+	if n > 0 && n < len(data) {
+		// A short write (the space ran out): the n bytes are in the file,
+		// so write(2) must report them; an error reply would report none.
+		// The next write, at the offset after them, gets the error.
+		err = nil
+	}
 	return uint32(n), fs.done(opWrite, start, in.NodeId, err)
 }
 

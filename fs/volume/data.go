@@ -153,7 +153,15 @@ func findExtent(es []format.Extent, b uint64) (format.Extent, bool) {
 // ErrNoSpace, changing nothing, when they are not there. fd.mu is held for
 // writing.
 func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
-	cs := v.chunkSize()
+	return v.chunkUpTo(n, fd, c, end, end)
+}
+
+// chunkUpTo is chunk that, when the blocks up to end are not all free,
+// grows the chunk as far as whole free blocks take it, but to least at
+// the least: the returned chunk may end before end. The chunk's content
+// below the file size is always kept whole (copy-on-write rewrites it).
+func (v *Volume) chunkUpTo(n *inode, fd *fileData, c, least, end uint64) ([]byte, error) {
+	cs, bs := v.chunkSize(), uint64(v.blockSize)
 	start := c * cs
 	bb, ok := fd.chunks[c]
 	var b []byte
@@ -171,15 +179,21 @@ func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
 		held = blocksFor(have, v.blockSize)
 	}
 	need := blocksFor(want, v.blockSize)
+	must := max(blocksFor(have, v.blockSize), blocksFor(min(cs, least-min(least, start)), v.blockSize))
 	if need > held {
-		if err := v.space.reserve(need-held, v.logUsed()); err != nil {
+		got, err := v.space.reserveUpTo(max(must, held)-held, need-held, v.logUsed())
+		if err != nil {
 			return nil, err
+		}
+		if held+got < need { // short of space: up to the last block held
+			need = held + got
+			want = max(have, need*bs)
 		}
 		fd.blocks += need - held
 		fd.unwritten.Add(int64(need - held))
 	}
 	if !ok {
-		bb = v.getBuf(roundUp(want, uint64(v.blockSize)))
+		bb = v.getBuf(roundUp(want, bs))
 		b = bb.B[:have]
 		if err := v.readCommitted(n, b, start); err != nil {
 			v.putBuf(bb)
@@ -196,7 +210,7 @@ func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
 	if want > uint64(len(b)) {
 		fd.dirty += int64(want) - int64(len(b))
 		if want > uint64(cap(b)) { // move to a buffer of a larger class
-			nb := v.getBuf(roundUp(want, uint64(v.blockSize)))
+			nb := v.getBuf(roundUp(want, bs))
 			copy(nb.B, b)
 			v.putBuf(bb)
 			bb = nb
@@ -233,12 +247,12 @@ func blocksFor(bytes uint64, blockSize int) uint64 {
 func roundUp(x, unit uint64) uint64 { return (x + unit - 1) / unit * unit }
 
 // write copies p into the file at off through dirty chunks, extending the
-// file. A size increase first makes the chunk holding the old end dirty, so
-// the stale bytes of its last block past the old end are written as zeros.
-// fd.mu is held for writing.
+// file as the bytes land. Space is reserved chunk by chunk: a write that
+// meets the end of the space fills what is left, block by block, and
+// returns the bytes written with ErrNoSpace; the size follows the data, so
+// no byte the count leaves out is in the file. fd.mu is held for writing.
 func (v *Volume) write(n *inode, fd *fileData, p []byte, off uint64) (int, error) {
-	end := off + uint64(len(p))
-	if err := v.extendTo(n, fd, end); err != nil {
+	if err := v.growing(n, fd, off+uint64(len(p))); err != nil {
 		return 0, err
 	}
 	cs := v.chunkSize()
@@ -246,31 +260,59 @@ func (v *Volume) write(n *inode, fd *fileData, p []byte, off uint64) (int, error
 	for len(p) > 0 {
 		c := off / cs
 		k := min(uint64(len(p)), (c+1)*cs-off)
-		b, err := v.chunk(n, fd, c, off+k)
+		b, err := v.chunkUpTo(n, fd, c, off+1, off+k)
 		if err != nil {
 			return done, err
 		}
-		copy(b[off-c*cs:], p[:k])
-		p, off, done = p[k:], off+k, done+int(k)
+		m := copy(b[off-c*cs:], p[:k])
+		p, off, done = p[m:], off+uint64(m), done+m
+		if off > fd.size.Load() {
+			fd.size.Store(off)
+			fd.ahead.Store(true)
+		}
+		if uint64(m) < k {
+			return done, ErrNoSpace
+		}
 	}
 	return done, nil
 }
 
 // extendTo grows the file to size end, if it is smaller (fd.mu held for
-// writing). See write for why the old last chunk becomes dirty.
+// writing).
 func (v *Volume) extendTo(n *inode, fd *fileData, end uint64) error {
+	if end <= fd.size.Load() {
+		return nil
+	}
+	if err := v.growing(n, fd, end); err != nil {
+		return err
+	}
+	fd.size.Store(end)
+	fd.ahead.Store(true)
+	return nil
+}
+
+// growing makes dirty, before the file grows to end, what write-back will
+// have to rewrite because of it, so that its blocks are reserved now and
+// write-back never runs out of space for data already taken: the chunk
+// holding an old end inside a block (the device bytes past that end are
+// stale, and are rewritten as zeros), and inline data the new size moves
+// to blocks. Only their current bytes are loaded: write-back places the
+// blocks a dirty chunk holds, and the rest of the file stays a hole until
+// written. fd.mu is held for writing.
+func (v *Volume) growing(n *inode, fd *fileData, end uint64) error {
 	size := fd.size.Load()
 	if end <= size {
 		return nil
 	}
-	if size%uint64(v.blockSize) != 0 {
-		c := size / v.chunkSize()
-		if _, err := v.chunk(n, fd, c, min(end, (c+1)*v.chunkSize())); err != nil {
-			return err
-		}
+	switch {
+	case size%uint64(v.blockSize) != 0:
+		_, err := v.chunk(n, fd, size/v.chunkSize(), size)
+		return err
+	case len(n.x.inline) > 0 && end > uint64(v.opts.InlineThreshold):
+		// Inline data is below the block size, so in chunk 0.
+		_, err := v.chunk(n, fd, 0, size)
+		return err
 	}
-	fd.size.Store(end)
-	fd.ahead.Store(true)
 	return nil
 }
 

@@ -91,7 +91,11 @@
 // from the device when first touched). Size and mtime run ahead of the
 // committed inode until write-back. Blocks are reserved at write time, so
 // ENOSPC is reported by WriteAt and never by write-back; a write that finds
-// space only among frees waiting for a commit commits and retries.
+// space only among frees waiting for a commit commits and retries. A write
+// that meets the end of the space takes the blocks left and is short: it
+// returns the bytes written with ENOSPC, and the size covers just those.
+// Write-back places exactly the blocks reserved: a dirty chunk that ends
+// short (where the file ended when it was loaded) leaves a hole after it.
 //
 // Write-back (Flush or Release of the last writer, Fsync, SetAttr, the
 // periodic commit, DirtyThreshold dirty bytes in the file, or the

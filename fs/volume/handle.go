@@ -177,7 +177,9 @@ func (v *Volume) devRange(n *inode, fd *fileData, off, k uint64) (ReadPlan, bool
 // bytes, or by the background write-back: see Options.DirtyLimit). A
 // writer finding the volume at DirtyLimit waits for the background
 // write-back first. ENOSPC is reported here, when the blocks cannot be
-// promised.
+// promised; a write that meets the end of the space is short: it returns
+// the bytes that fit (whole blocks) with ENOSPC, and the file grows by
+// those only.
 func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
 	return h.WriteAtFlags(p, off, 0)
 }
@@ -213,6 +215,8 @@ func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (int, error
 	if n > 0 {
 		fd.mtime.Store(v.now())
 		fd.ahead.Store(true)
+	}
+	if n > 0 || len(fd.chunks) > 0 { // a refused write may have made the old last block dirty (growing)
 		v.markDirty(h.ino, fd)
 		v.kickFlusher()
 	}

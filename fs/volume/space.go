@@ -155,13 +155,23 @@ func (s *space) free(logUsed uint64) (free, avail uint64) {
 // run out of space; it returns ErrNoSpace when they are not free beyond
 // the checkpoint headroom (the log holds logUsed blocks).
 func (s *space) reserve(n, logUsed uint64) error {
+	_, err := s.reserveUpTo(n, n, logUsed)
+	return err
+}
+
+// reserveUpTo is reserve of as many blocks as are free, from least to
+// most: a write that meets the end of the space takes what is left.
+func (s *space) reserveUpTo(least, most, logUsed uint64) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.allocatable()-s.reserved < n+s.headroom(logUsed) {
-		return ErrNoSpace
+	a := s.allocatable()
+	free, head := a-min(a, s.reserved), s.headroom(logUsed)
+	if free < least+head {
+		return 0, ErrNoSpace
 	}
+	n := min(most, free-head)
 	s.reserved += n
-	return nil
+	return n, nil
 }
 
 // unreserve takes back a promise of n blocks.

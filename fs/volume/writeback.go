@@ -143,9 +143,12 @@ func (v *Volume) inlineRecs(ino Ino, n *inode, fd *fileData, size uint64) ([]for
 func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs []format.Record, dropped, fresh []alloc.Extent, err error) {
 	bs, cs := uint64(v.blockSize), v.chunkSize()
 	inline := n.x.inline
-	// Inline data moves to blocks: make its chunks dirty so they are placed.
-	for c := uint64(0); c*cs < uint64(len(inline)); c++ {
-		if _, err := v.chunk(n, fd, c, min(size, (c+1)*cs)); err != nil {
+	// Inline data moves to blocks: make its chunk dirty so it is placed.
+	// The growth past the inline threshold did already (growing), with
+	// its blocks reserved; this is for a volume last mounted with a larger
+	// threshold.
+	if len(inline) > 0 {
+		if _, err := v.chunk(n, fd, 0, 0); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -158,11 +161,16 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 	}
 	slices.Sort(cks)
 	for len(cks) > 0 {
-		k := 1 // a run of consecutive chunks
-		for k < len(cks) && cks[k] == cks[k-1]+1 {
+		// A run of consecutive chunks, each whole but the last: a chunk
+		// ends short only where the file ended when it was loaded, and
+		// the blocks after its bytes stay a hole (nothing reserved them).
+		k := 1
+		for k < len(cks) && cks[k] == cks[k-1]+1 && uint64(len(fd.chunks[cks[k-1]].B)) == cs {
 			k++
 		}
-		lb, le := cks[0]*cs/bs, min((cks[k-1]+1)*cs/bs, endBlock)
+		last := cks[k-1]
+		lb := cks[0] * cs / bs
+		le := min(last*cs/bs+blocksFor(uint64(len(fd.chunks[last].B)), v.blockSize), endBlock)
 		placed, err := v.place(fd, lb, le, &sums)
 		fresh = append(fresh, physical(placed)...)
 		if err != nil {
