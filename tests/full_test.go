@@ -69,3 +69,37 @@ func TestFullDevice(t *testing.T) {
 		t.Errorf("deleted file after remount: %v", err)
 	}
 }
+
+// TestFallocateTooBig: fallocate(2) of more than the image holds fails
+// with ENOSPC and takes nothing: the file stays empty, and the space is
+// still there for writes.
+func TestFallocateTooBig(t *testing.T) {
+	m := newMount(t, func(c *config) { c.imageSize = 64 << 20 })
+	f, err := os.OpenFile(m.path("f"), os.O_RDWR|os.O_CREATE, 0o644)
+	must(t, err)
+	defer f.Close()
+	fd := int(f.Fd())
+	wantErrno(t, "fallocate of 128 MiB", unix.Fallocate(fd, 0, 0, 128<<20), syscall.ENOSPC)
+	must(t, f.Truncate(128<<20)) // holes only
+	wantErrno(t, "fallocate of 128 MiB of holes, KEEP_SIZE", unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, 0, 128<<20), syscall.ENOSPC)
+	var st syscall.Stat_t
+	must(t, syscall.Fstat(fd, &st))
+	if st.Size != 128<<20 || st.Blocks != 0 {
+		t.Errorf("after refused fallocates: size %d, %d sectors; want 128 MiB of holes", st.Size, st.Blocks)
+	}
+	must(t, f.Truncate(0))
+	must(t, f.Close())
+	// The space is still there: 48 of the image's 64 MiB.
+	data := pattern(3, 48<<20)
+	writeFile(t, m.path("g"), data)
+	f, err = os.OpenFile(m.path("f"), os.O_RDWR, 0)
+	must(t, err)
+	must(t, unix.Fallocate(int(f.Fd()), 0, 0, 4<<20))
+	must(t, f.Close())
+	wantContent(t, m.path("g"), data)
+	m.remount()
+	if st := lstat(t, m.path("f")); st.Size != 4<<20 || st.Blocks != (4<<20)/512 {
+		t.Errorf("after a fallocate that fits and a remount: size %d, %d sectors", st.Size, st.Blocks)
+	}
+	wantContent(t, m.path("g"), data)
+}

@@ -23,6 +23,10 @@ type fileData struct {
 	chunks map[uint64]*iobuf.Buf
 	dirty  int64  // bytes in chunks
 	blocks uint64 // blocks reserved for the chunks (space.reserve)
+	// prepaid: blocks a fallocate reserved up front for the chunks it
+	// will fill, which chunkUpTo takes before asking the space for more.
+	// Under the data lock; 0 outside Fallocate.
+	prepaid uint64
 	// unwritten is the chunks' blocks until the write-back that places
 	// them commits (under v.mu): GetAttr adds it to st_blocks, as ext4
 	// counts delayed allocation, without taking the data lock.
@@ -181,10 +185,14 @@ func (v *Volume) chunkUpTo(n *inode, fd *fileData, c, least, end uint64) ([]byte
 	need := blocksFor(want, v.blockSize)
 	must := max(blocksFor(have, v.blockSize), blocksFor(min(cs, least-min(least, start)), v.blockSize))
 	if need > held {
-		got, err := v.space.reserveUpTo(max(must, held)-held, need-held, v.logUsed())
+		pre := min(fd.prepaid, need-held)
+		fd.prepaid -= pre
+		got, err := v.space.reserveUpTo(max(must, held+pre)-held-pre, need-held-pre, v.logUsed())
 		if err != nil {
+			fd.prepaid += pre
 			return nil, err
 		}
+		got += pre
 		if held+got < need { // short of space: up to the last block held
 			need = held + got
 			want = max(have, need*bs)
@@ -300,20 +308,25 @@ func (v *Volume) extendTo(n *inode, fd *fileData, end uint64) error {
 // blocks a dirty chunk holds, and the rest of the file stays a hole until
 // written. fd.mu is held for writing.
 func (v *Volume) growing(n *inode, fd *fileData, end uint64) error {
-	size := fd.size.Load()
-	if end <= size {
+	c, ok := v.growingChunk(n, fd, end)
+	if !ok {
 		return nil
 	}
+	_, err := v.chunk(n, fd, c, fd.size.Load())
+	return err
+}
+
+// growingChunk returns the chunk growing makes dirty, if any.
+func (v *Volume) growingChunk(n *inode, fd *fileData, end uint64) (uint64, bool) {
+	size := fd.size.Load()
 	switch {
+	case end <= size:
 	case size%uint64(v.blockSize) != 0:
-		_, err := v.chunk(n, fd, size/v.chunkSize(), size)
-		return err
+		return size / v.chunkSize(), true
 	case len(n.x.inline) > 0 && end > uint64(v.opts.InlineThreshold):
-		// Inline data is below the block size, so in chunk 0.
-		_, err := v.chunk(n, fd, 0, size)
-		return err
+		return 0, true // inline data is below the block size
 	}
-	return nil
+	return 0, false
 }
 
 // truncateDirty cuts the dirty chunks to size (fd.mu held for writing).

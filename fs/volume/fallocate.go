@@ -2,6 +2,7 @@ package volume
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -21,6 +22,12 @@ const (
 // file: data is placed copy-on-write at write-back, so blocks reserved
 // there could not be used by later writes anyway. Other modes (hole
 // punching, zero range, collapse) give EOPNOTSUPP.
+//
+// Every block the holes need is reserved before anything changes, so a
+// fallocate that does not fit fails with ENOSPC and leaves the file as it
+// was. One that fails later (an I/O error) sizes the file back to what it
+// was, which gives back what it took past the old end; holes inside the
+// file it filled stay filled, with zeros.
 func (v *Volume) Fallocate(ino Ino, mode uint32, off, length int64) error {
 	switch {
 	case mode&^FallocKeepSize != 0:
@@ -31,34 +38,114 @@ func (v *Volume) Fallocate(ino Ino, mode uint32, off, length int64) error {
 		return opErr("fallocate", "", ErrFileTooBig)
 	}
 	err := v.withData(ino, func(n *inode, fd *fileData) error {
+		size := fd.size.Load()
 		start, end := uint64(off), uint64(off+length)
 		if mode&FallocKeepSize != 0 {
-			end = min(end, fd.size.Load())
+			end = min(end, size)
 		}
-		zeros := make([]byte, v.chunkSize())
-		for _, hole := range v.holes(n, fd, start, end) {
-			for at := hole[0]; at < hole[1]; {
-				k := min(hole[1]-at, uint64(len(zeros)))
-				if _, err := v.write(n, fd, zeros[:k], at); err != nil {
-					return err
-				}
-				at += k
-				if fd.dirty >= v.opts.DirtyThreshold {
-					if err := v.writeBack(ino, n, fd); err != nil {
-						return err
-					}
-				}
+		holes := v.holes(n, fd, start, end)
+		if err := v.prepay(fd, v.fallocBlocks(n, fd, holes, end)); err != nil {
+			return err
+		}
+		err := v.fillHoles(ino, n, fd, holes, end)
+		v.space.unreserve(fd.prepaid) // left if the count was high, or on failure
+		fd.prepaid = 0
+		if err != nil && fd.size.Load() > size {
+			v.truncateDirty(fd, size)
+			if werr := v.writeBack(ino, n, fd); werr != nil {
+				v.markDirty(ino, fd) // the commit retries
 			}
 		}
-		if fd.size.Load() < end { // only when the holes were all inside
-			if err := v.extendTo(n, fd, end); err != nil {
-				return err
-			}
-		}
-		fd.ahead.Store(true)
-		return v.writeBack(ino, n, fd)
+		return err
 	})
 	return opErrOrNil("fallocate", "", err)
+}
+
+// fillHoles writes zeros into holes, extends the file to end and writes
+// it back (fd.mu held).
+func (v *Volume) fillHoles(ino Ino, n *inode, fd *fileData, holes [][2]uint64, end uint64) error {
+	cs := v.chunkSize()
+	zeros := make([]byte, cs)
+	last := uint64(math.MaxUint64) // chunk written last
+	for _, hole := range holes {
+		for at := hole[0]; at < hole[1]; {
+			c := at / cs
+			// Write back between chunks only: a chunk written back
+			// and filled again would be loaded, and reserved, anew.
+			if c != last && fd.dirty >= v.opts.DirtyThreshold {
+				if err := v.writeBack(ino, n, fd); err != nil {
+					return err
+				}
+			}
+			k := min(hole[1]-at, (c+1)*cs-at)
+			if _, err := v.writeSpace(n, fd, zeros[:k], at); err != nil {
+				return err
+			}
+			at, last = at+k, c
+		}
+	}
+	if fd.size.Load() < end { // only when the holes were all inside
+		if err := v.extendTo(n, fd, end); err != nil {
+			return err
+		}
+	}
+	fd.ahead.Store(true)
+	return v.writeBack(ino, n, fd)
+}
+
+// fallocBlocks returns the blocks filling holes of a file growing to end
+// takes, as chunkUpTo and growing will reserve them: for each chunk
+// touched, the blocks of its buffer once filled past those it holds now;
+// a chunk not dirty yet is loaded whole (copy-on-write rewrites it).
+// fd.mu is held.
+func (v *Volume) fallocBlocks(n *inode, fd *fileData, holes [][2]uint64, end uint64) uint64 {
+	cs, size := v.chunkSize(), fd.size.Load()
+	grown := map[uint64]uint64{} // chunk: its length once filled
+	for _, h := range holes {
+		for c := h[0] / cs; c*cs < h[1]; c++ {
+			grown[c] = max(grown[c], min(cs, h[1]-c*cs))
+		}
+	}
+	if c, ok := v.growingChunk(n, fd, end); ok {
+		grown[c] = max(grown[c], 0)
+	}
+	var blocks uint64
+	for c, l := range grown {
+		if bb, ok := fd.chunks[c]; ok {
+			have := uint64(len(bb.B))
+			blocks += blocksFor(max(have, l), v.blockSize) - blocksFor(have, v.blockSize)
+			continue
+		}
+		have := min(cs, size-min(c*cs, size))
+		blocks += blocksFor(max(have, l), v.blockSize)
+	}
+	return blocks
+}
+
+// prepay reserves blocks for fd's chunks up front (fd.prepaid). As a
+// write does (writeSpace), when they are not free it makes frees waiting
+// for a commit allocatable, then checkpoints to settle the headroom, and
+// asks again.
+func (v *Volume) prepay(fd *fileData, blocks uint64) error {
+	err := v.space.reserve(blocks, v.logUsed())
+	if err == ErrNoSpace && v.space.hasPending() {
+		if serr := v.settleFrees(); serr != nil {
+			return serr
+		}
+		err = v.space.reserve(blocks, v.logUsed())
+	}
+	if err == ErrNoSpace && v.logUsed() > 0 {
+		v.mu.Lock()
+		cerr := v.checkpoint(false)
+		v.mu.Unlock()
+		if cerr == nil {
+			err = v.space.reserve(blocks, v.logUsed())
+		}
+	}
+	if err == nil {
+		fd.prepaid = blocks
+	}
+	return err
 }
 
 // Lseek answers SEEK_DATA and SEEK_HOLE on regular file ino: the first

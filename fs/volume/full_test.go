@@ -240,3 +240,104 @@ func TestModelFull(t *testing.T) {
 		t.Errorf("%d blocks still reserved with no dirty data", r)
 	}
 }
+
+// TestFallocateTooBig: a fallocate whose holes need more blocks than are
+// free is refused with ENOSPC up front, in both modes, and leaves the
+// file's size, blocks and content and the volume's free space as they
+// were; one that fits still works.
+func TestFallocateTooBig(t *testing.T) {
+	v := newTestVolumeSize(t, 8<<20, Options{InlineThreshold: -1})
+	data := pattern(5000, 4)
+	ino := writeFile(t, v, RootIno, "f", data)
+	_, h, err := v.Create(root, RootIno, "sparse", 0o644, syscall.O_RDWR)
+	ok(t, err)
+	defer h.Release()
+	sparse := h.Ino()
+	must[int](t)(h.WriteAt([]byte("end"), 20<<20)) // holes larger than the volume
+	ok(t, h.Flush())
+	// A refused reservation checkpoints (the headroom counts the log) and
+	// retries: checkpoint first, so that the free space compared is the
+	// one the checkpoint leaves.
+	v.mu.Lock()
+	ok(t, v.checkpoint(false))
+	v.mu.Unlock()
+	free := v.StatFS().BlocksFree
+	attrs := func() [2]Attr {
+		return [2]Attr{must[Attr](t)(v.GetAttr(ino)), must[Attr](t)(v.GetAttr(sparse))}
+	}
+	before := attrs()
+	for _, tc := range []struct {
+		name      string
+		ino       Ino
+		mode      uint32
+		off, size int64
+	}{
+		{"extend", ino, 0, 0, 64 << 20},
+		{"extend-past-hole", ino, 0, 1 << 20, 64 << 20},
+		{"keep-size", sparse, FallocKeepSize, 0, 64 << 20},
+		{"inside", sparse, 0, 0, 20 << 20},
+	} {
+		wantErrno(t, v.Fallocate(tc.ino, tc.mode, tc.off, tc.size), syscall.ENOSPC)
+		if got := attrs(); got != before {
+			t.Fatalf("%s: a refused fallocate changed the files:\n got %+v\nwant %+v", tc.name, got, before)
+		}
+		if got := v.StatFS().BlocksFree; got != free {
+			t.Fatalf("%s: %d blocks free after a refused fallocate, %d before", tc.name, got, free)
+		}
+		if r := reservedBlocks(v); r != 0 {
+			t.Fatalf("%s: %d blocks left reserved", tc.name, r)
+		}
+	}
+	if !bytes.Equal(readFile(t, v, ino), data) {
+		t.Fatal("a refused fallocate changed the content")
+	}
+	// The count is exact: one block more than is available is refused,
+	// and all that is available (the file's own blocks, rewritten
+	// copy-on-write, are among them) is taken.
+	avail := int64(v.StatFS().BlocksAvail) * int64(v.blockSize)
+	wantErrno(t, v.Fallocate(ino, 0, 0, avail+int64(v.blockSize)), syscall.ENOSPC)
+	ok(t, v.Fallocate(ino, 0, 0, avail))
+	if a := must[Attr](t)(v.GetAttr(ino)); a.Size != uint64(avail) || a.Blocks != uint64(avail)/512 {
+		t.Fatalf("after a fallocate that fits: size %d, %d sectors, want %d bytes", a.Size, a.Blocks, avail)
+	}
+	want := make([]byte, avail)
+	copy(want, data)
+	if !bytes.Equal(readFile(t, v, ino), want) {
+		t.Fatal("content after a fallocate that fits")
+	}
+	if r := reservedBlocks(v); r != 0 {
+		t.Fatalf("%d blocks left reserved", r)
+	}
+}
+
+// TestFallocateFailsWhole: a fallocate that fails part way (here the
+// device fails a write while it writes its zeros back) sizes the file
+// back to what it was and gives back the blocks it took.
+func TestFallocateFailsWhole(t *testing.T) {
+	mem := device.NewMem(32 << 20)
+	ok(t, Mkfs(mem, MkfsOptions{}))
+	dev := device.NewFaulty(mem)
+	opts := Options{CommitInterval: -1, InlineThreshold: -1, DirtyThreshold: 256 << 10}
+	v := must[*Volume](t)(Open(dev, opts))
+	t.Cleanup(func() { closeAndCheck(t, v, mem, opts) })
+	data := pattern(5000, 4)
+	ino := writeFile(t, v, RootIno, "f", data)
+	ok(t, v.Sync())
+	free := v.StatFS().BlocksFree
+	before := must[Attr](t)(v.GetAttr(ino))
+	dev.FailNth(device.OpWrite, dev.Count(device.OpWrite)+20, syscall.EIO)
+	wantErrno(t, v.Fallocate(ino, 0, 0, 8<<20), syscall.EIO)
+	if got := must[Attr](t)(v.GetAttr(ino)); got.Size != before.Size || got.Blocks != before.Blocks {
+		t.Fatalf("a failed fallocate left size %d, %d sectors; before: %d, %d", got.Size, got.Blocks, before.Size, before.Blocks)
+	}
+	ok(t, v.Sync())
+	if got := v.StatFS().BlocksFree; got != free {
+		t.Fatalf("%d blocks free after a failed fallocate, %d before", got, free)
+	}
+	if r := reservedBlocks(v); r != 0 {
+		t.Fatalf("%d blocks left reserved", r)
+	}
+	if !bytes.Equal(readFile(t, v, ino), data) {
+		t.Fatal("a failed fallocate changed the content")
+	}
+}

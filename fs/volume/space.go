@@ -165,11 +165,12 @@ func (s *space) reserveUpTo(least, most, logUsed uint64) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.allocatable()
-	free, head := a-min(a, s.reserved), s.headroom(logUsed)
-	if free < least+head {
+	free := a - min(a, s.reserved)
+	avail := free - min(free, s.headroom(logUsed))
+	if avail < least {
 		return 0, ErrNoSpace
 	}
-	n := min(most, free-head)
+	n := min(most, avail)
 	s.reserved += n
 	return n, nil
 }
