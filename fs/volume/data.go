@@ -160,11 +160,16 @@ func (v *Volume) chunk(n *inode, fd *fileData, c, end uint64) ([]byte, error) {
 	return v.chunkUpTo(n, fd, c, end, end)
 }
 
-// chunkUpTo is chunk that, when the blocks up to end are not all free,
-// grows the chunk as far as whole free blocks take it, but to least at
-// the least: the returned chunk may end before end. The chunk's content
-// below the file size is always kept whole (copy-on-write rewrites it).
-func (v *Volume) chunkUpTo(n *inode, fd *fileData, c, least, end uint64) ([]byte, error) {
+// chunkUpTo is chunk for a write of file bytes [from, end), which the
+// caller copies into the returned chunk at once, as far as it reaches:
+// when the blocks up to end are not all free, it grows the chunk as far
+// as whole free blocks take it, but past from at the least, so the
+// returned chunk may end before end. The chunk's content below the file
+// size is always kept whole (copy-on-write rewrites it). A new chunk the
+// write covers from its start is neither loaded nor zeroed where the
+// write covers it.
+func (v *Volume) chunkUpTo(n *inode, fd *fileData, c, from, end uint64) ([]byte, error) {
+	least := min(from+1, end)
 	cs, bs := v.chunkSize(), uint64(v.blockSize)
 	start := c * cs
 	bb, ok := fd.chunks[c]
@@ -201,9 +206,13 @@ func (v *Volume) chunkUpTo(n *inode, fd *fileData, c, least, end uint64) ([]byte
 		fd.unwritten.Add(int64(need - held))
 	}
 	if !ok {
-		bb = v.getBuf(roundUp(want, bs))
+		var covered uint64 // chunk bytes the caller overwrites next
+		if from <= start {
+			covered = min(want, end-start)
+		}
+		bb = v.getBuf(roundUp(want, bs), covered)
 		b = bb.B[:have]
-		if err := v.readCommitted(n, b, start); err != nil {
+		if err := v.readCommitted(n, b[min(covered, have):], start+min(covered, have)); err != nil {
 			v.putBuf(bb)
 			v.space.unreserve(need - held)
 			fd.blocks -= need - held
@@ -218,7 +227,7 @@ func (v *Volume) chunkUpTo(n *inode, fd *fileData, c, least, end uint64) ([]byte
 	if want > uint64(len(b)) {
 		fd.dirty += int64(want) - int64(len(b))
 		if want > uint64(cap(b)) { // move to a buffer of a larger class
-			nb := v.getBuf(roundUp(want, bs))
+			nb := v.getBuf(roundUp(want, bs), uint64(len(b)))
 			copy(nb.B, b)
 			v.putBuf(bb)
 			bb = nb
@@ -231,11 +240,13 @@ func (v *Volume) chunkUpTo(n *inode, fd *fileData, c, least, end uint64) ([]byte
 }
 
 // getBuf returns a dirty-data buffer of n bytes of capacity at least,
-// zeroed to its capacity: bytes past a chunk's length are kept zero, so
-// that the last block of a file is written padded with zeros.
-func (v *Volume) getBuf(n uint64) *iobuf.Buf {
+// zeroed from byte from to its capacity: bytes past a chunk's length are
+// kept zero, so that the last block of a file is written padded with
+// zeros. The caller fills the bytes before from at once (a pooled buffer
+// holds old data there).
+func (v *Volume) getBuf(n, from uint64) *iobuf.Buf {
 	bb := v.opts.Pool.Get(int(n))
-	clear(bb.B[:cap(bb.B)])
+	clear(bb.B[min(from, uint64(cap(bb.B))):cap(bb.B)])
 	v.acct.dirty.Alloc(int64(cap(bb.B)))
 	v.dirtyMem.Add(int64(cap(bb.B)))
 	return bb
@@ -268,7 +279,7 @@ func (v *Volume) write(n *inode, fd *fileData, p []byte, off uint64) (int, error
 	for len(p) > 0 {
 		c := off / cs
 		k := min(uint64(len(p)), (c+1)*cs-off)
-		b, err := v.chunkUpTo(n, fd, c, off+1, off+k)
+		b, err := v.chunkUpTo(n, fd, c, off, off+k)
 		if err != nil {
 			return done, err
 		}

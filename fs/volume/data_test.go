@@ -398,3 +398,36 @@ func TestDeleteFreesAtOnce(t *testing.T) {
 		t.Fatalf("%d blocks free right after the delete, %d before the file came", free, empty)
 	}
 }
+
+// TestNewChunkZeroedPastWrite: a new chunk a write covers from its start
+// is not zeroed where the write lands, so a buffer the pool hands back
+// with an old file's bytes must still be zero past them: growing the file
+// afterwards, in memory and after write-back, reads zeros there.
+func TestNewChunkZeroedPastWrite(t *testing.T) {
+	v := newTestVolume(t, Options{InlineThreshold: -1})
+	sizes := []int{1, 4096, 10000, 65535}
+	for i := range 20 { // fill the pool's buffers of each class with non-zero bytes
+		for _, size := range sizes {
+			writeFile(t, v, RootIno, "old"+strconv.Itoa(i)+"-"+strconv.Itoa(size), pattern(size, 0xff))
+		}
+	}
+	for _, size := range sizes {
+		a, h, err := v.Create(root, RootIno, "f"+strconv.Itoa(size), 0o644, syscall.O_RDWR)
+		ok(t, err)
+		data := pattern(size, 5)
+		must[int](t)(h.WriteAt(data, 0))
+		must[Attr](t)(v.SetAttr(root, a.Ino, SetAttrIn{Valid: SetSize, Size: 200 << 10}))
+		want := append(data, make([]byte, 200<<10-size)...)
+		if !bytes.Equal(readFile(t, v, a.Ino), want) {
+			t.Fatalf("%d bytes written then grown: the rest does not read as zeros", size)
+		}
+		// Over committed data too: the write covers the chunk's start,
+		// the rest of the chunk is loaded.
+		must[int](t)(h.WriteAt(pattern(size/2+1, 6), 0))
+		copy(want, pattern(size/2+1, 6))
+		ok(t, h.Release())
+		if !bytes.Equal(readFile(t, v, a.Ino), want) {
+			t.Fatalf("%d bytes: an overwrite from the chunk's start lost the rest of the chunk", size)
+		}
+	}
+}
