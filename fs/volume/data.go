@@ -327,17 +327,33 @@ func (v *Volume) growing(n *inode, fd *fileData, end uint64) error {
 	return err
 }
 
-// growingChunk returns the chunk growing makes dirty, if any.
+// growingChunk returns the chunk growing makes dirty, if any. Nothing is
+// stale past an old end in a hole, or in inline data that stays inline
+// (the bytes past it read as zeros), so those need no block.
 func (v *Volume) growingChunk(n *inode, fd *fileData, end uint64) (uint64, bool) {
-	size := fd.size.Load()
+	size, bs := fd.size.Load(), uint64(v.blockSize)
+	inline := uint64(len(n.x.inline))
 	switch {
 	case end <= size:
-	case size%uint64(v.blockSize) != 0:
-		return size / v.chunkSize(), true
-	case len(n.x.inline) > 0 && end > uint64(v.opts.InlineThreshold):
+	case inline > 0 && end > uint64(v.opts.InlineThreshold):
 		return 0, true // inline data is below the block size
+	case inline > 0 && inline <= size:
+	case size%bs != 0 && inline == 0 && !v.mapped(n, fd, size/bs):
+	case size%bs != 0:
+		return size / v.chunkSize(), true
 	}
 	return 0, false
+}
+
+// mapped reports whether file block b holds data: in a dirty chunk or
+// in a committed extent.
+func (v *Volume) mapped(n *inode, fd *fileData, b uint64) bool {
+	bs := uint64(v.blockSize)
+	if bb, ok := fd.chunks[b*bs/v.chunkSize()]; ok && b*bs%v.chunkSize() < uint64(len(bb.B)) {
+		return true
+	}
+	_, ok := n.findExtent(b)
+	return ok
 }
 
 // truncateDirty cuts the dirty chunks to size (fd.mu held for writing).

@@ -110,7 +110,8 @@
 //
 // Device bytes past the end of a file in its last block are stale; reads
 // stop at the size, and any size increase first makes that block's chunk
-// dirty, so the stale bytes are rewritten as zeros.
+// dirty, so the stale bytes are rewritten as zeros (not when the block is
+// a hole, or the file inline: nothing is stale there).
 //
 // # Dirty memory
 //

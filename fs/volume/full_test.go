@@ -341,3 +341,45 @@ func TestFallocateFailsWhole(t *testing.T) {
 		t.Fatal("a failed fallocate changed the content")
 	}
 }
+
+// TestGrowOnFullVolume: growing a file on a full volume needs no block
+// where nothing is stale past its end: an inline file that stays inline,
+// a file whose last block is a hole. (A file whose last block holds data
+// rewrites it, copy-on-write, with zeros past the old end: that needs
+// space, and on a full volume gets ENOSPC with the file unchanged.)
+func TestGrowOnFullVolume(t *testing.T) {
+	v := newTestVolumeSize(t, 4<<20, Options{DirtyLimit: -1})
+	small := writeFile(t, v, RootIno, "small", pattern(100, 1))
+	holey := writeFile(t, v, RootIno, "holey", pattern(4096, 2))
+	must[Attr](t)(v.SetAttr(root, holey, SetAttrIn{Valid: SetSize, Size: 1<<20 + 100}))
+	tail := writeFile(t, v, RootIno, "tail", pattern(10000, 3))
+	_, h, err := v.Create(root, RootIno, "filler", 0o644, syscall.O_WRONLY)
+	ok(t, err)
+	for off := int64(0); err == nil; {
+		var n int
+		n, err = h.WriteAt(pattern(1<<20, 4), off)
+		off += int64(n)
+	}
+	wantErrno(t, err, syscall.ENOSPC)
+	ok(t, h.Release())
+	if st := v.StatFS(); st.BlocksAvail != 0 {
+		t.Fatalf("%d blocks available after the fill", st.BlocksAvail)
+	}
+
+	must[Attr](t)(v.SetAttr(root, small, SetAttrIn{Valid: SetSize, Size: 120}))
+	if got, want := readFile(t, v, small), append(pattern(100, 1), make([]byte, 20)...); !bytes.Equal(got, want) {
+		t.Fatal("inline file grown on a full volume: content differs")
+	}
+	must[Attr](t)(v.SetAttr(root, holey, SetAttrIn{Valid: SetSize, Size: 2 << 20}))
+	want := make([]byte, 2<<20)
+	copy(want, pattern(4096, 2))
+	if !bytes.Equal(readFile(t, v, holey), want) {
+		t.Fatal("file ending in a hole grown on a full volume: content differs")
+	}
+	if _, err := v.SetAttr(root, tail, SetAttrIn{Valid: SetSize, Size: 20000}); err != nil {
+		wantErrno(t, err, syscall.ENOSPC)
+		if !bytes.Equal(readFile(t, v, tail), pattern(10000, 3)) {
+			t.Fatal("a refused truncate changed the file")
+		}
+	}
+}
