@@ -47,6 +47,8 @@
 //     model, a remount between phases) on both transports, run in a child
 //     process because of its mmap page faults. Flags -fsx.ops, -fsx.phases
 //     and -fsx.seed make longer runs.
+//   - full_test.go: a small image filled to the end: short writes, the
+//     size and content they leave, ENOSPC, a fallocate that cannot fit.
 //   - bench_test.go: memory per file, ls and ls -l with each READDIRPLUS
 //     policy, small-file phases with their request counts (figures in
 //     docs/PERFORMANCE.md). Flags -bench.files, -bench.entries and
