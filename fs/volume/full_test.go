@@ -383,3 +383,32 @@ func TestGrowOnFullVolume(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedWriteBackKeepsReservation: a write-back that fails (here a
+// device write) gives its blocks back but keeps them promised to the data
+// it leaves dirty, so other writers cannot take them: the retry succeeds
+// on a volume filled meanwhile.
+func TestFailedWriteBackKeepsReservation(t *testing.T) {
+	mem := device.NewMem(8 << 20)
+	ok(t, Mkfs(mem, MkfsOptions{}))
+	dev := device.NewFaulty(mem)
+	opts := Options{CommitInterval: -1, InlineThreshold: -1, DirtyLimit: -1}
+	v := must[*Volume](t)(Open(dev, opts))
+	t.Cleanup(func() { closeAndCheck(t, v, mem, opts) })
+	a, h, err := v.Create(root, RootIno, "f", 0o644, syscall.O_RDWR)
+	ok(t, err)
+	data := pattern(256<<10, 8)
+	must[int](t)(h.WriteAt(data, 0))
+	dev.FailNth(device.OpWrite, dev.Count(device.OpWrite)+1, syscall.EIO)
+	wantErrno(t, h.Flush(), syscall.EIO)
+	if r := reservedBlocks(v); r != 64 {
+		t.Fatalf("%d blocks reserved after the failed write-back, want the data's 64", r)
+	}
+	_, err = fillUntilFull(t, v, "filler", 1<<20)
+	wantErrno(t, err, syscall.ENOSPC)
+	ok(t, h.Flush())
+	ok(t, h.Release())
+	if !bytes.Equal(readFile(t, v, a.Ino), data) {
+		t.Fatal("the retried data differs")
+	}
+}

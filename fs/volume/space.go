@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"cmp"
 	"sync"
 
 	"github.com/smallfs/smallfs/alloc"
@@ -102,6 +103,26 @@ func (s *space) release(e alloc.Extent) error {
 	s.used -= e.Len
 	s.mu.Unlock()
 	return nil
+}
+
+// releaseReserving frees es at once, as release, and reserves reserve
+// blocks of them in the same step, so no other writer can take them in
+// between.
+func (s *space) releaseReserving(es []alloc.Extent, reserve uint64) error {
+	var n uint64
+	var first error
+	for _, e := range es {
+		if err := s.a.Free(e); err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		n += e.Len
+	}
+	s.mu.Lock()
+	s.used -= n
+	s.reserved += reserve
+	s.mu.Unlock()
+	return first
 }
 
 // freeAfter frees e once transaction seq is durable.

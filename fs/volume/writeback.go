@@ -31,13 +31,15 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 		fresh   []alloc.Extent
 		err     error
 	)
+	held := fd.blocks // what placing takes from the reservation
 	if size <= uint64(v.opts.InlineThreshold) {
 		recs, dropped, err = v.inlineRecs(ino, n, fd, size)
-	} else {
+	} else if err = v.inlineToBlocks(n, fd); err == nil {
+		held = fd.blocks
 		recs, dropped, fresh, err = v.placeRecs(ino, n, fd, size)
 	}
 	if err != nil {
-		v.releaseAll(fresh)
+		v.unplace(fd, fresh, held)
 		return err
 	}
 	v.mu.Lock()
@@ -49,7 +51,7 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	seq, err := v.commit(recs...)
 	if err != nil {
 		v.mu.Unlock()
-		v.releaseAll(fresh)
+		v.unplace(fd, fresh, held)
 		return opErr("write", "", err)
 	}
 	v.freeAfter(dropped, seq)
@@ -136,6 +138,18 @@ func (v *Volume) inlineRecs(ino Ino, n *inode, fd *fileData, size uint64) ([]for
 	return recs, physical(n.extents()), nil
 }
 
+// inlineToBlocks makes the chunk of inline data that moves to blocks
+// dirty, so that placeRecs places it. The growth past the inline
+// threshold did already (growing), with its blocks reserved; this is for
+// a volume last mounted with a larger threshold.
+func (v *Volume) inlineToBlocks(n *inode, fd *fileData) error {
+	if len(n.x.inline) == 0 {
+		return nil
+	}
+	_, err := v.chunk(n, fd, 0, 0)
+	return err
+}
+
 // placeRecs allocates and writes the dirty chunks of a file of size bytes
 // and builds the records of its new extent map; the first record is a
 // placeholder for the inode's. It returns the blocks the new map drops and
@@ -143,15 +157,6 @@ func (v *Volume) inlineRecs(ino Ino, n *inode, fd *fileData, size uint64) ([]for
 func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs []format.Record, dropped, fresh []alloc.Extent, err error) {
 	bs, cs := uint64(v.blockSize), v.chunkSize()
 	inline := n.x.inline
-	// Inline data moves to blocks: make its chunk dirty so it is placed.
-	// The growth past the inline threshold did already (growing), with
-	// its blocks reserved; this is for a volume last mounted with a larger
-	// threshold.
-	if len(inline) > 0 {
-		if _, err := v.chunk(n, fd, 0, 0); err != nil {
-			return nil, nil, nil, err
-		}
-	}
 	endBlock := blocksFor(size, v.blockSize)
 	extents, dropped := cutExtents(n.extents(), endBlock, math.MaxUint64)
 	var sums []format.SumRange // with data sums: what place wrote
@@ -292,6 +297,18 @@ func (v *Volume) dropDirty(fd *fileData) {
 	v.space.unreserve(fd.blocks)
 	fd.blocks = 0
 	fd.unwritten.Store(0)
+}
+
+// unplace gives back the blocks a failed write-back placed and returns
+// to fd's reservation what placing took from it (fd.blocks was held
+// before), in one step: the data stays dirty, and its retry must find its
+// blocks still promised, not taken by other writers meanwhile.
+func (v *Volume) unplace(fd *fileData, fresh []alloc.Extent, held uint64) {
+	taken := held - fd.blocks
+	if err := v.space.releaseReserving(fresh, taken); err != nil {
+		v.opts.Logger.WithError(err).WithField("extents", fresh).Error("cannot give back blocks")
+	}
+	fd.blocks += taken
 }
 
 // releaseAll gives back at once blocks no durable record needs: those of
