@@ -52,9 +52,10 @@ func (v *Volume) Fallocate(ino Ino, mode uint32, off, length int64) error {
 		fd.prepaid = 0
 		if err != nil && fd.size.Load() > size {
 			v.truncateDirty(fd, size)
-			if werr := v.writeBack(ino, n, fd); werr != nil {
-				v.markDirty(ino, fd) // the commit retries
-			}
+			_ = v.writeBack(ino, n, fd) // the error to report is err
+		}
+		if err != nil && (len(fd.chunks) > 0 || fd.ahead.Load()) {
+			v.markDirty(ino, fd) // what is left is written back by the commit
 		}
 		return err
 	})

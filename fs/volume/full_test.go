@@ -384,6 +384,35 @@ func TestGrowOnFullVolume(t *testing.T) {
 	}
 }
 
+// TestFallocateKeepSizeFails: a KEEP_SIZE fallocate that fails part way
+// leaves the holes it filled filled (with zeros) and the size alone, and
+// what it left dirty is written back by the next commit, its reservation
+// given back.
+func TestFallocateKeepSizeFails(t *testing.T) {
+	mem := device.NewMem(32 << 20)
+	ok(t, Mkfs(mem, MkfsOptions{}))
+	dev := device.NewFaulty(mem)
+	opts := Options{CommitInterval: -1, InlineThreshold: -1, DirtyThreshold: 256 << 10}
+	v := must[*Volume](t)(Open(dev, opts))
+	t.Cleanup(func() { closeAndCheck(t, v, mem, opts) })
+	ino := writeFile(t, v, RootIno, "f", []byte("x"))
+	must[Attr](t)(v.SetAttr(root, ino, SetAttrIn{Valid: SetSize, Size: 8 << 20}))
+	dev.FailNth(device.OpWrite, dev.Count(device.OpWrite)+20, syscall.EIO)
+	wantErrno(t, v.Fallocate(ino, FallocKeepSize, 0, 8<<20), syscall.EIO)
+	ok(t, v.Sync())
+	if r := reservedBlocks(v); r != 0 {
+		t.Fatalf("%d blocks still reserved after the commit", r)
+	}
+	want := make([]byte, 8<<20)
+	want[0] = 'x'
+	if a := must[Attr](t)(v.GetAttr(ino)); a.Size != 8<<20 {
+		t.Fatalf("size %d after a failed KEEP_SIZE fallocate", a.Size)
+	}
+	if !bytes.Equal(readFile(t, v, ino), want) {
+		t.Fatal("content after a failed KEEP_SIZE fallocate")
+	}
+}
+
 // TestFailedWriteBackKeepsReservation: a write-back that fails (here a
 // device write) gives its blocks back but keeps them promised to the data
 // it leaves dirty, so other writers cannot take them: the retry succeeds
