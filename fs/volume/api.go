@@ -191,7 +191,8 @@ type Recovery struct {
 	// Damaged is set when the newest checkpoint did not load and Open
 	// loaded the older one the other superblock names instead, replaying
 	// the log from its position past the damaged one's: nothing committed
-	// was lost. The next checkpoint replaces the damaged one (the first
+	// was lost (with Options.Salvage the log may also fall short of it:
+	// CheckpointDamage.Lost). The next checkpoint replaces the damaged one (the first
 	// periodic commit of a mount writes one; so does Close, which is how
 	// fsck --repair mends it).
 	Damaged *CheckpointDamage
@@ -223,9 +224,21 @@ type CheckpointDamage struct {
 	Reason     string // what is wrong with it
 	Loaded     uint64 // header block of the older checkpoint loaded instead
 	LoadedSlot int    // superblock slot naming that one
+	// Lost is set when the log after the older checkpoint ended before
+	// the damaged one's position and Open kept what it replays anyway
+	// (Options.Salvage): the committed transactions LostFirst through
+	// LostLast are lost, LostLast being the last one the damaged
+	// checkpoint covered or the log after it holds (as far as the log
+	// shows: damage there may hide later ones).
+	Lost                bool
+	LostFirst, LostLast uint64
 }
 
 func (d CheckpointDamage) String() string {
+	if d.Lost {
+		return fmt.Sprintf("newest checkpoint (block %d, superblock %c) is damaged: %s; the log after the older checkpoint (block %d, superblock %c) ends before transaction %d: committed transactions %d-%d are lost",
+			d.Block, 'A'+d.Slot, d.Reason, d.Loaded, 'A'+d.LoadedSlot, d.LostFirst, d.LostFirst, d.LostLast)
+	}
 	return fmt.Sprintf("newest checkpoint (block %d, superblock %c) is damaged: %s; the older checkpoint (block %d, superblock %c) and the log after it stood in: nothing lost",
 		d.Block, 'A'+d.Slot, d.Reason, d.Loaded, 'A'+d.LoadedSlot)
 }

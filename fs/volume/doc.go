@@ -210,7 +210,9 @@
 // damaged newest checkpoint falls back the same way: Open loads the older
 // one and replays the log from its position, and keeps that only if the
 // replay passes the damaged one's log position (openOlder,
-// Recovery.Damaged); else it refuses, naming both.
+// Recovery.Damaged); else it refuses, naming both and the transactions
+// lost (ErrCheckpointLoss), unless Options.Salvage accepts the loss.
+// With both damaged nothing is left to load (ErrNoCheckpoint).
 //
 // # Locking
 //

@@ -40,8 +40,16 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	v := newVolume(dev, opts, sb)
 	head, nextSeq, err := v.load(sb)
 	var damage *checkpointDamage
-	if errors.As(err, &damage) && older != nil && older.Checkpoint != 0 && older.Checkpoint != sb.Checkpoint {
-		v, head, nextSeq, err = openOlder(dev, opts, sb, older, damage)
+	if errors.As(err, &damage) {
+		if older != nil && older.Checkpoint != 0 && older.Checkpoint != sb.Checkpoint {
+			v, head, nextSeq, err = openOlder(dev, opts, sb, older, damage)
+		} else {
+			why := "the other superblock does not read"
+			if older != nil {
+				why = "both superblocks name it"
+			}
+			err = &marked{fmt.Errorf("%w; no older checkpoint to fall back to (%s)", damage, why), ErrNoCheckpoint}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
@@ -110,6 +118,29 @@ func (d *checkpointDamage) Error() string {
 
 func (d *checkpointDamage) Unwrap() []error { return []error{ErrCorrupt, d.err} }
 
+// ErrNoCheckpoint is wrapped, with ErrCorrupt, by Open's error when no
+// checkpoint loads: the newest is damaged and so is the older one the
+// other superblock names, or there is none. The log holds only changes
+// to a checkpoint, so nothing is left to rebuild the metadata from, and
+// fsck cannot repair it.
+var ErrNoCheckpoint = errors.New("no checkpoint left to load the metadata from")
+
+// ErrCheckpointLoss is wrapped, with ErrCorrupt, by Open's error when the
+// newest checkpoint is damaged and the log after the older one ends
+// before the damaged one's position: standing in, they would lose the
+// committed transactions the error names. Options.Salvage accepts that
+// loss (CheckpointDamage.Lost).
+var ErrCheckpointLoss = errors.New("the older checkpoint and the log after it would lose committed transactions")
+
+// marked is err that also is (errors.Is) a sentinel, without its text.
+type marked struct {
+	err      error
+	sentinel error
+}
+
+func (m *marked) Error() string   { return m.err.Error() }
+func (m *marked) Unwrap() []error { return []error{m.err, m.sentinel} }
+
 // openOlder loads the checkpoint older names when the newest one, which
 // sb names, is damaged. The older checkpoint stays allocated while a slot
 // names it (ckptExtents), and the log from its position on is one chain
@@ -120,7 +151,10 @@ func (d *checkpointDamage) Unwrap() []error { return []error{ErrCorrupt, d.err} 
 // transactions that never reached the log (it is written before they
 // are). So the result is kept only if replay passes the damaged
 // checkpoint's own log position: then nothing committed is lost.
-// Otherwise Open refuses, naming both checkpoints, and changes nothing.
+// Otherwise Open refuses, naming both checkpoints and the transactions
+// lost, and changes nothing; with Options.Salvage it keeps the older
+// checkpoint and what the log replays, and Recovery.Damaged names the
+// loss. A damaged older checkpoint too is ErrNoCheckpoint.
 //
 // The volume then writes its superblocks over the damaged slot: both name
 // the older checkpoint, and the damaged one's blocks, which nothing marks
@@ -132,24 +166,65 @@ func openOlder(dev device.Device, opts Options, sb, older *format.Superblock, da
 	}
 	v := newVolume(dev, opts, older)
 	if err := v.loadFrom(older); err != nil {
+		var od *checkpointDamage
+		if errors.As(err, &od) {
+			return nil, journal.Position{}, 0, &marked{fmt.Errorf("both checkpoints are damaged: the newest %w; the older %w; no checkpoint is left to load the metadata from", damage, od), ErrNoCheckpoint}
+		}
 		return fail("does not load either: %w", err)
 	}
 	head, next, err := v.replay(older)
 	if err != nil {
 		return fail("cannot stand in: %w", err)
 	}
+	d := &CheckpointDamage{Block: sb.Checkpoint, Slot: sb.Slot, Reason: damage.err.Error(), Loaded: older.Checkpoint, LoadedSlot: older.Slot}
 	if next < sb.LogSeq {
-		return fail("and the log after it reach transaction %d only, the damaged one covers up to %d: "+
-			"transactions %d-%d would be lost, so the volume is not opened: %w", next-1, sb.LogSeq-1, next, sb.LogSeq-1, ErrCorrupt)
+		d.Lost, d.LostFirst, d.LostLast = true, next, v.lastLogged(sb)
+		if !opts.Salvage {
+			beyond := ""
+			if d.LostLast >= sb.LogSeq {
+				beyond = fmt.Sprintf(" and the log after it up to %d", d.LostLast)
+			}
+			_, _, _, err := fail("and the log after it end before transaction %d, but the damaged one covers up to %d%s: "+
+				"committed transactions %d-%d would be lost, so the volume is not opened",
+				next, sb.LogSeq-1, beyond, d.LostFirst, d.LostLast)
+			return nil, journal.Position{}, 0, &marked{err, ErrCheckpointLoss}
+		}
 	}
-	v.recovery.Damaged = &CheckpointDamage{Block: sb.Checkpoint, Slot: sb.Slot, Reason: damage.err.Error(), Loaded: older.Checkpoint, LoadedSlot: older.Slot}
+	v.recovery.Damaged = d
 	// The next superblock goes over the damaged slot: the older one stays
 	// as it is until then.
 	v.sb.Generation = sb.Generation + 1
-	opts.Logger.WithField("damaged", sb.Checkpoint).WithField("loaded", older.Checkpoint).WithError(damage.err).
-		Warn("the newest checkpoint is damaged: loaded the older one and replayed the log from its position; nothing is lost. " +
+	log := opts.Logger.WithField("damaged", sb.Checkpoint).WithField("loaded", older.Checkpoint).WithError(damage.err)
+	if d.Lost {
+		log.WithField("lost_first", d.LostFirst).WithField("lost_last", d.LostLast).
+			Warn("the newest checkpoint is damaged and the log after the older one ends before it: salvaged, keeping the older checkpoint and what the log replays; " +
+				"the committed transactions from lost_first to lost_last are lost")
+	} else {
+		log.Warn("the newest checkpoint is damaged: loaded the older one and replayed the log from its position; nothing is lost. " +
 			"The next checkpoint replaces it (smallfs fsck --repair writes one at once)")
+	}
 	return v, head, next, nil
+}
+
+// lastLogged is the last transaction known committed when the checkpoint
+// sb names does not load: the last one it covers, or the last one the
+// log after its position holds, which is read through without applying
+// anything (a salvaging read: damage there ends it, as far as the log
+// shows). A device error there leaves what the checkpoint covers.
+func (v *Volume) lastLogged(sb *format.Superblock) uint64 {
+	last := sb.LogSeq - 1
+	if sb.Clean() { // closed: nothing was logged after it
+		return last
+	}
+	_, _, _ = journal.ReplayScan(v.dev, journal.Options{
+		Region: sb.Log, BlockSize: sb.BlockSize, Head: journal.Position{Block: sb.LogHead, Prev: sb.LogPrev},
+		NextSeq: sb.LogSeq, DataSums: v.dataSums, Salvage: true,
+		OnDamaged: func(d journal.Damage) { last = max(last, d.Last) },
+	}, func(seq uint64, _ []format.Record) error {
+		last = max(last, seq)
+		return nil
+	})
+	return last
 }
 
 // maxExtentBytes is the most an extent takes in an ExtentsRec: three

@@ -61,7 +61,11 @@ type Options struct {
 	// Salvage makes Open accept a log damaged before its end
 	// (journal.ErrLogDamaged): it keeps the transactions before the damage
 	// and goes on without the committed ones after it, which
-	// Recovery.LogDamage names. Without it Open refuses such a volume.
+	// Recovery.LogDamage names. Likewise a damaged newest checkpoint
+	// whose stand-in, the older checkpoint and the log after it, falls
+	// short of it (ErrCheckpointLoss): Open keeps what they hold and
+	// Recovery.Damaged names the transactions lost. Without it Open
+	// refuses such a volume.
 	// fsck --repair sets it, and so do read-only opens (fsck's check,
 	// info), in memory. Default false: a mount refuses.
 	Salvage bool
