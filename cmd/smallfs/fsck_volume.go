@@ -31,7 +31,12 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 		fixed = append(fixed, volume.Problem{Ino: ino, What: "orphan freed"}.String())
 	}
 	if d := vol.Recovery().Damaged; d != nil { // Close below writes the fresh one
-		fixed = append(fixed, fmt.Sprintf("damaged checkpoint at block %d replaced by a fresh one", d.Block))
+		f := fmt.Sprintf("damaged checkpoint at block %d replaced by a fresh one", d.Block)
+		if d.Lost {
+			f += fmt.Sprintf("; kept the older checkpoint (block %d) and what the log replays after it: committed transactions %d-%d are lost",
+				d.Loaded, d.LostFirst, d.LostLast)
+		}
+		fixed = append(fixed, f)
 	}
 	if d := vol.Recovery().LogDamage; d != nil { // and ends the log where the damage is
 		fixed = append(fixed, fmt.Sprintf("log salvaged: kept the transactions before %d; %d-%d (at least) are lost", d.First, d.First, d.Last))
@@ -49,11 +54,16 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 
 // inspect lists the problems of the volume on dev, opened read-only with
 // its progress shown (what Open had to repair that it should not have,
-// then what Check finds), and notes on what Open did after a crash. Metadata too damaged to load is a problem of its
-// own; an I/O failure is an error.
+// then what Check finds), and notes on what Open did after a crash.
+// Metadata too damaged to load is a problem of its own, which says so
+// when no checkpoint loads: fsck rebuilds from one, so nothing can be
+// recovered. An I/O failure is an error.
 func inspect(path string, dev device.Device, show status) (found, notes []string, err error) {
 	vol, err := openReadOnly(path, dev, progressLine(show))
 	switch {
+	case errors.Is(err, volume.ErrNoCheckpoint):
+		return []string{"metadata cannot be loaded: " + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ") +
+			"; fsck cannot recover anything from this volume (the log holds only changes to a checkpoint): restore it from a backup"}, nil, nil
 	case err != nil && volume.IsCorrupt(err):
 		return []string{"metadata cannot be loaded: " + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ")}, nil, nil
 	case err != nil:
@@ -68,8 +78,9 @@ func inspect(path string, dev device.Device, show status) (found, notes []string
 // recoveryProblems and recoveryNotes sort what Open completed by itself.
 // A damaged newest checkpoint that the older one and the log stood in for
 // is a problem although nothing is lost: until a fresh checkpoint replaces
-// it, a second damage would have nothing to fall back to. A log damaged
-// before its end (salvaged in memory) is one, naming what it loses.
+// it, a second damage would have nothing to fall back to. So is one whose
+// log falls short (salvaged in memory, naming the transactions lost), and
+// a log damaged before its end (the same).
 // A replayed log is the journal doing its job after a crash, and not even
 // a note. Inodes without links that Open freed are, after a crash, what
 // every crash with recent deletes leaves: files unlinked while open, or

@@ -48,6 +48,16 @@ func openReadOnly(path string, dev device.Device, progress func(volume.Progress)
 
 // volumeError explains why a volume did not open.
 func volumeError(path string, err error) error {
+	// Checkpoint damage first: its cause may be a format.ErrCorrupt, which
+	// formatError takes for a superblock's.
+	if errors.Is(err, volume.ErrCheckpointLoss) {
+		return explain(err, "%s: damaged filesystem: %s; run smallfs fsck --repair, which keeps the older checkpoint and what the log replays after it",
+			path, strings.TrimPrefix(err.Error(), "open: "))
+	}
+	if errors.Is(err, volume.ErrNoCheckpoint) {
+		return explain(err, "%s: damaged filesystem: %s; smallfs fsck cannot recover it: restore it from a backup",
+			path, strings.TrimPrefix(err.Error(), "open: "))
+	}
 	if ferr := formatError(path, err); !strings.HasPrefix(ferr.Error(), path+": open:") {
 		return ferr
 	}
