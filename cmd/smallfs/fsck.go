@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/volume"
@@ -87,6 +89,9 @@ func (r *fsckReport) writeText(w io.Writer) error {
 		_, err = fmt.Fprintf(w, "%s: %d problem(s) found, all corrected\n", r.Device, len(r.Problems))
 	default:
 		hint := "; smallfs fsck --repair fixes what is safe to fix"
+		if slices.ContainsFunc(r.Problems, func(p string) bool { return strings.HasPrefix(p, unloadable) }) {
+			hint = "; fsck cannot repair them"
+		}
 		if r.Repair {
 			for _, p := range r.Remaining {
 				fmt.Fprintf(w, "%s: left: %s\n", r.Device, p)

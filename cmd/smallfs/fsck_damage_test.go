@@ -52,7 +52,7 @@ func TestFsckDamagedCheckpoint(t *testing.T) {
 		t.Fatalf("fsck: exit %d, want %d\n%s%s", code, fsckUncorrected, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, dir, "info", img)
-	if code != 0 || !strings.Contains(stdout, "damage ") || !strings.Contains(stdout, "fsck --repair mends it") {
+	if code != 0 || !strings.Contains(stdout, "damage ") || !strings.Contains(stdout, "fsck --repair mends it\n") {
 		t.Fatalf("info: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, dir, "fsck", "--repair", img)
@@ -158,7 +158,7 @@ func TestFsckLogDamaged(t *testing.T) {
 		t.Fatalf("fsck: exit %d, want %d\n%s%s", code, fsckUncorrected, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, dir, "info", img)
-	if code != 0 || !strings.Contains(stdout, "damage ") || !strings.Contains(stdout, lost) {
+	if code != 0 || !strings.Contains(stdout, "damage ") || !strings.Contains(stdout, lost) || !strings.Contains(stdout, "mends it, accepting that loss") {
 		t.Fatalf("info: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, dir, "fsck", "--repair", img)

@@ -52,6 +52,10 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 	return found, fixed, left, notes, err
 }
 
+// unloadable starts the problem of metadata too damaged to load, which
+// --repair cannot mend either: it repairs from loaded metadata.
+const unloadable = "metadata cannot be loaded: "
+
 // inspect lists the problems of the volume on dev, opened read-only with
 // its progress shown (what Open had to repair that it should not have,
 // then what Check finds), and notes on what Open did after a crash.
@@ -62,10 +66,10 @@ func inspect(path string, dev device.Device, show status) (found, notes []string
 	vol, err := openReadOnly(path, dev, progressLine(show))
 	switch {
 	case errors.Is(err, volume.ErrNoCheckpoint):
-		return []string{"metadata cannot be loaded: " + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ") +
+		return []string{unloadable + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ") +
 			"; fsck cannot recover anything from this volume (the log holds only changes to a checkpoint): restore it from a backup"}, nil, nil
 	case err != nil && volume.IsCorrupt(err):
-		return []string{"metadata cannot be loaded: " + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ")}, nil, nil
+		return []string{unloadable + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ")}, nil, nil
 	case err != nil:
 		return nil, nil, err
 	}

@@ -49,6 +49,8 @@ type deviceInfo struct {
 	// (the older one stood in) or the log damaged before its end
 	// (salvaged in memory).
 	Damaged string `json:"damaged,omitempty"`
+	// DamageLoses: mending the damage gives up committed transactions.
+	DamageLoses bool `json:"damage_loses,omitempty"`
 
 	Usage *usageInfo `json:"usage,omitempty"` // needs the volume opened
 }
@@ -121,11 +123,9 @@ func readInfo(path string) (*deviceInfo, error) {
 	}
 	inf.Older, inf.OlderNone = olderCheckpoint(dev, sb, other)
 	if !mounted {
-		var damaged string
-		if inf.Usage, damaged, err = volumeUsage(path, dev); err != nil {
+		if inf.Usage, inf.Damaged, inf.DamageLoses, err = volumeUsage(path, dev); err != nil {
 			return nil, err
 		}
-		inf.Damaged = damaged
 	}
 	return inf, nil
 }
@@ -195,7 +195,11 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 			o.Block, o.Slot, o.Generation, o.LogSeq)
 	}
 	if inf.Damaged != "" {
-		p("damage\t%s; smallfs fsck --repair mends it\n", inf.Damaged)
+		mend := "smallfs fsck --repair mends it"
+		if inf.DamageLoses {
+			mend += ", accepting that loss"
+		}
+		p("damage\t%s; %s\n", inf.Damaged, mend)
 	}
 	p("log\tblocks %d-%d (%d blocks), replay from log block %d, sequence %d\n",
 		inf.LogStart, inf.LogStart+inf.LogBlocks-1, inf.LogBlocks, inf.LogHead, inf.LogSeq)
