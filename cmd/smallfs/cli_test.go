@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -175,4 +176,16 @@ func newerFormatImage(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestFormatErrorDamaged: damaged metadata is told as such, without the
+// "open:" volume.Open puts first, and errors.Is still finds the cause.
+func TestFormatErrorDamaged(t *testing.T) {
+	err := formatError("img", fmt.Errorf("open: checkpoint at block 9: %w", format.ErrCorrupt))
+	if got, want := err.Error(), "img: damaged filesystem: checkpoint at block 9: "+format.ErrCorrupt.Error(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if !errors.Is(err, format.ErrCorrupt) {
+		t.Errorf("%v does not wrap ErrCorrupt", err)
+	}
 }

@@ -121,7 +121,8 @@ func formatError(path string, err error) error {
 	case errors.Is(err, format.ErrUnknownFeature):
 		return explain(err, "%s: uses format features this smallfs does not know; upgrade smallfs", path)
 	case errors.Is(err, format.ErrNoValidSuperblock), errors.Is(err, format.ErrCorrupt):
-		return fmt.Errorf("%s: damaged filesystem: %w", path, err)
+		// volume.Open's errors start "open: ", which says nothing here.
+		return explain(err, "%s: damaged filesystem: %s", path, strings.TrimPrefix(err.Error(), "open: "))
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }
