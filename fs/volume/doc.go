@@ -34,6 +34,7 @@
 //	dirty.go       the dirty queue, background write-back, throttling
 //	extents.go     extent map surgery
 //	fallocate.go   fallocate, SEEK_DATA / SEEK_HOLE
+//	punch.go       hole punching (fallocate PUNCH_HOLE, ZERO_RANGE)
 //	space.go       the allocator, reservations, deferred frees, checkpoint headroom
 //	sync.go        Sync, Fsync, the periodic commit
 //	statfs.go      StatFS
