@@ -19,8 +19,8 @@ import (
 
 // An fsx-style exerciser (after the classic fsx of NeXT and Apple, later
 // in xfstests): random pwrite, pread, ftruncate, mmap writes and reads,
-// fallocate, O_APPEND writes, copy_file_range, fsync and reopen on a few
-// files, each checked against an in-memory model, with a remount between
+// fallocate (plain, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE), O_APPEND writes,
+// copy_file_range, fsync and reopen on a few files, each checked against an in-memory model, with a remount between
 // phases. The operations run in a child process (the test binary again,
 // with fsxDirEnv set): a page fault on a mapping of the mount is not a
 // system call, so a garbage collection in the process that serves the
@@ -77,6 +77,9 @@ func runFSX(t *testing.T, m *fsMount, seed uint64, flip string) {
 		if err != nil {
 			t.Fatalf("phase %d (seed %#x): %v\n%s", phase, seed, err, out)
 		}
+		if out != "" {
+			t.Logf("phase %d: %s", phase, out)
+		}
 		m.remount()
 	}
 	out, err := fsxChild(m.Dir, model, 0, seed, flip) // check what the last remount brought back
@@ -122,6 +125,7 @@ type fsx struct {
 	files      [fsxFiles]fsxFile
 	log        []string // the latest operations, for the report
 	op         int
+	noZero     bool // the kernel does not pass FALLOC_FL_ZERO_RANGE to FUSE
 }
 
 type fsxFile struct {
@@ -145,6 +149,14 @@ func (x *fsx) run(ops int) error {
 		if err := x.checkAll(i, "open"); err != nil {
 			return err
 		}
+	}
+	// A ZERO_RANGE|KEEP_SIZE past the end changes nothing where it is
+	// supported; kernels before FUSE passed it answer EOPNOTSUPP.
+	if err := unix.Fallocate(x.files[0].fd, unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_KEEP_SIZE, 4*fsxMaxSize, 1); err == unix.EOPNOTSUPP {
+		x.noZero = true
+		fmt.Println("FALLOC_FL_ZERO_RANGE: not passed to FUSE by this kernel, left out")
+	} else if err != nil {
+		return fmt.Errorf("ZERO_RANGE probe: %v", err)
 	}
 	for x.op = 0; x.op < ops; x.op++ {
 		i := x.rnd.IntN(fsxFiles)
@@ -213,6 +225,17 @@ func (f *fsxFile) put(off int, b []byte) {
 	copy(f.want[off:], b)
 }
 
+// zero zeroes [off, off+n) in the model, growing it to cover the range
+// unless keep.
+func (f *fsxFile) zero(off, n int, keep bool) {
+	if end := off + n; !keep && end > len(f.want) {
+		f.resize(end)
+	}
+	if off < len(f.want) {
+		clear(f.want[off:min(off+n, len(f.want))])
+	}
+}
+
 func (f *fsxFile) resize(size int) {
 	if size <= len(f.want) {
 		f.want = f.want[:size]
@@ -224,7 +247,7 @@ func (f *fsxFile) resize(size int) {
 func (x *fsx) step(i int) error {
 	f := &x.files[i]
 	size := len(f.want)
-	switch op := x.rnd.IntN(20); {
+	switch op := x.rnd.IntN(22); {
 	case op < 6: // pwrite
 		off, n := x.span(size)
 		b := x.data(n)
@@ -284,7 +307,28 @@ func (x *fsx) step(i int) error {
 		if mode == 0 && off+n > size {
 			f.resize(off + n)
 		}
-	case op < 16: // O_APPEND write through a second descriptor
+	case op < 16: // punch a hole
+		off, n := x.span(size)
+		x.note("%s punch hole %d+%d", x.name(i), off, n)
+		if err := unix.Fallocate(f.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(off), int64(n)); err != nil {
+			return fmt.Errorf("punch hole %d+%d: %v", off, n, err)
+		}
+		f.zero(off, n, true)
+	case op < 17: // zero range, extending or not
+		if x.noZero {
+			return nil
+		}
+		off, n := x.span(size)
+		mode, keep := uint32(unix.FALLOC_FL_ZERO_RANGE), x.rnd.IntN(2) == 0
+		if keep {
+			mode |= unix.FALLOC_FL_KEEP_SIZE
+		}
+		x.note("%s zero range keep-size=%v %d+%d", x.name(i), keep, off, n)
+		if err := unix.Fallocate(f.fd, mode, int64(off), int64(n)); err != nil {
+			return fmt.Errorf("zero range %d+%d: %v", off, n, err)
+		}
+		f.zero(off, n, keep)
+	case op < 18: // O_APPEND write through a second descriptor
 		_, n := x.span(size)
 		n = min(n, fsxMaxSize-size)
 		b := x.data(n)
@@ -299,7 +343,7 @@ func (x *fsx) step(i int) error {
 			return fmt.Errorf("append %d: %d %v", n, w, err)
 		}
 		f.put(size, b)
-	case op < 17: // copy_file_range from another file
+	case op < 19: // copy_file_range from another file
 		j := (i + 1 + x.rnd.IntN(fsxFiles-1)) % fsxFiles
 		src := &x.files[j]
 		roff, n := x.span(len(src.want))
@@ -315,7 +359,7 @@ func (x *fsx) step(i int) error {
 		if want > 0 {
 			f.put(woff, bytes.Clone(src.want[roff:roff+want]))
 		}
-	case op < 18:
+	case op < 20:
 		x.note("%s fsync", x.name(i))
 		return unix.Fsync(f.fd)
 	default: // reopen

@@ -352,6 +352,89 @@ func TestFallocateLseek(t *testing.T) {
 	}
 }
 
+// TestPunchHoleZeroRange: fallocate(2) PUNCH_HOLE|KEEP_SIZE through the
+// mount: the range reads as zeros at once (the kernel drops its cached
+// pages), the size stays, st_blocks and statfs give the whole blocks
+// back, SEEK_HOLE and SEEK_DATA find the hole, and all of it survives a
+// remount. PUNCH_HOLE without KEEP_SIZE is EOPNOTSUPP. ZERO_RANGE zeroes
+// and grows the file, where the kernel passes it to FUSE servers (older
+// kernels answer EOPNOTSUPP themselves: that part is skipped there).
+func TestPunchHoleZeroRange(t *testing.T) {
+	m := newMount(t, func(c *config) {
+		// No periodic commit (and so no checkpoint), so nothing changes
+		// the free space between the statfs calls this test compares.
+		c.volume.CommitInterval = -1
+	})
+	const size = 1<<20 + 1000
+	want := pattern(11, size)
+	writeFile(t, m.path("f"), want)
+	f, err := os.OpenFile(m.path("f"), os.O_RDWR, 0)
+	must(t, err)
+	defer f.Close()
+	fd := int(f.Fd())
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, 0); err != nil { // the kernel caches the pages
+		t.Fatal(err)
+	}
+	var st0, st unix.Stat_t
+	var fs0, fs unix.Statfs_t
+	must(t, unix.Fstat(fd, &st0))
+	must(t, unix.Statfs(m.Dir, &fs0))
+
+	const off, n = 100000, 300000 // blocks 25-96 inside, 24 and 97 at the edges
+	must(t, unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n))
+	clear(want[off : off+n])
+	if _, err := f.ReadAt(buf, 0); err != nil || !bytes.Equal(buf, want) {
+		t.Fatalf("read after the punch: %v, or the content differs", err)
+	}
+	must(t, unix.Fstat(fd, &st))
+	must(t, unix.Statfs(m.Dir, &fs))
+	if st.Size != size || st.Blocks != st0.Blocks-72*8 {
+		t.Errorf("after the punch: size %d, %d sectors; want %d, %d", st.Size, st.Blocks, size, st0.Blocks-72*8)
+	}
+	if fs.Bfree != fs0.Bfree+72 {
+		t.Errorf("statfs: %d blocks free after the punch, %d before: want 72 more", fs.Bfree, fs0.Bfree)
+	}
+	if h, err := unix.Seek(fd, 0, unix.SEEK_HOLE); err != nil || h != 25*4096 {
+		t.Errorf("SEEK_HOLE from 0: %d %v, want %d", h, err, 25*4096)
+	}
+	if d, err := unix.Seek(fd, 25*4096, unix.SEEK_DATA); err != nil || d != 97*4096 {
+		t.Errorf("SEEK_DATA from the hole: %d %v, want %d", d, err, 97*4096)
+	}
+	wantErrno(t, "PUNCH_HOLE without KEEP_SIZE", unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE, 0, 4096), syscall.EOPNOTSUPP)
+	wantErrno(t, "COLLAPSE_RANGE", unix.Fallocate(fd, unix.FALLOC_FL_COLLAPSE_RANGE, 0, 4096), syscall.EOPNOTSUPP)
+
+	// ZERO_RANGE: inside the file over data, and past its end.
+	// A kernel that does not pass it answers EOPNOTSUPP without a
+	// request.
+	served := m.requests("FALLOCATE")
+	switch err := unix.Fallocate(fd, unix.FALLOC_FL_ZERO_RANGE, 600000, 5000); {
+	case err == syscall.EOPNOTSUPP && m.requests("FALLOCATE") == served:
+		t.Log("this kernel does not pass FALLOC_FL_ZERO_RANGE to FUSE servers: not checked through the mount")
+	case err != nil:
+		t.Fatalf("ZERO_RANGE: %v", err)
+	default:
+		clear(want[600000:605000])
+		must(t, unix.Fallocate(fd, unix.FALLOC_FL_ZERO_RANGE, size-10, 20000))
+		clear(want[size-10:])
+		want = append(want, make([]byte, 20000-10)...)
+		buf = make([]byte, len(want))
+		if _, err := f.ReadAt(buf, 0); err != nil || !bytes.Equal(buf, want) {
+			t.Fatalf("read after ZERO_RANGE: %v, or the content differs", err)
+		}
+		must(t, unix.Fstat(fd, &st))
+		if st.Size != int64(len(want)) {
+			t.Errorf("size %d after ZERO_RANGE past the end, want %d", st.Size, len(want))
+		}
+	}
+	must(t, f.Close())
+	m.remount()
+	wantContent(t, m.path("f"), want)
+	if st := lstat(t, m.path("f")); st.Blocks >= st0.Blocks {
+		t.Errorf("%d sectors after the remount, %d before the punch", st.Blocks, st0.Blocks)
+	}
+}
+
 func TestXattrs(t *testing.T) {
 	m := newMount(t)
 	p := m.path("f")
