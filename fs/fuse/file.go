@@ -175,6 +175,10 @@ func (fs *fileSystem) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 	return fs.done(opFsync, start, in.NodeId, err)
 }
 
+// Fallocate passes the mode through: the volume serves 0, KEEP_SIZE,
+// PUNCH_HOLE|KEEP_SIZE and ZERO_RANGE (volume.Fallocate). The kernel has
+// checked the combination (vfs_fallocate) and drops its cached pages of a
+// punched range itself once the reply says it is done.
 func (fs *fileSystem) Fallocate(_ <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
 	start := fs.begin(opFallocate)
 	err := fs.vol.Fallocate(volume.Ino(in.NodeId), in.Mode, int64(in.Offset), int64(in.Length))
