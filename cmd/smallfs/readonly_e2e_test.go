@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountinfo"
+	"github.com/smallfs/smallfs/internal/looptest"
 )
 
 // sum is the sha256 of a file's bytes.
@@ -133,34 +134,12 @@ func TestE2EReadOnlyImage(t *testing.T) {
 	}
 }
 
-// losetupCmd is the losetup the loop device test runs; setting
-// SMALLFS_TEST_LOSETUP (to false, say) exercises its skip.
-func losetupCmd() string {
-	if c := os.Getenv("SMALLFS_TEST_LOSETUP"); c != "" {
-		return c
-	}
-	return "losetup"
-}
-
 // readOnlyLoop attaches img to a read-only loop device and returns it,
 // detached when the test ends; it skips where loop devices do not work
-// (no /dev/loop-control, no loop module, a container without them).
+// (looptest) or the kernel does not hold this one read-only.
 func readOnlyLoop(t *testing.T, img string) string {
 	t.Helper()
-	out, err := exec.Command(losetupCmd(), "--read-only", "--find", "--show", img).CombinedOutput()
-	dev := strings.TrimSpace(string(out))
-	if err != nil || !strings.HasPrefix(dev, "/dev/") {
-		t.Skipf("no loop device here (losetup: %v: %s)", err, dev)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(losetupCmd(), "--detach", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
-		}
-	})
-	// A container may attach a loop device without giving it a node.
-	if fi, err := os.Stat(dev); err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
-		t.Skipf("loop device %s attached but not usable here: %v", dev, err)
-	}
+	dev := looptest.Attach(t, img, "--read-only")
 	if ro, err := blockDeviceReadOnly(dev); err != nil || !ro {
 		t.Skipf("loop device %s: BLKROGET %v, %v: not read-only here", dev, ro, err)
 	}

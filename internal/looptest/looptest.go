@@ -28,8 +28,8 @@ const EnvLosetup = "SMALLFS_TEST_LOSETUP"
 // Attach binds a free loop device to file and returns its path; it is
 // detached when the test ends (after cleanups registered later, such as
 // unmounting what sits on it). Where that fails, the test is skipped
-// with the reason.
-func Attach(t testing.TB, file string) string {
+// with the reason. flags go to losetup first (--read-only, say).
+func Attach(t testing.TB, file string, flags ...string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("loop devices need root")
@@ -38,7 +38,7 @@ func Attach(t testing.TB, file string) string {
 	if cmd := os.Getenv(EnvLosetup); cmd != "" {
 		losetup = cmd
 	}
-	out, err := exec.Command(losetup, "-f", "--show", file).CombinedOutput()
+	out, err := exec.Command(losetup, append(flags, "-f", "--show", file)...).CombinedOutput()
 	dev := strings.TrimSpace(string(out))
 	if err != nil || !strings.HasPrefix(dev, "/dev/") {
 		t.Skipf("no loop device here: %s -f --show: %v %s", losetup, err, dev)
