@@ -37,6 +37,10 @@ type fileSystem struct {
 	// remountedRO: the kernel remounted the mount read-only (Server.
 	// SetReadOnly), so accesses record nothing, as at a ro mount.
 	remountedRO atomic.Bool
+	// notifier tells the kernel of changes it did not ask for (cleared
+	// privileges, killpriv.go); set by Init before requests are served,
+	// nil when nothing is mounted.
+	notifier inodeNotifier
 }
 
 // timeout is a cache lifetime split the way the kernel wants it, computed

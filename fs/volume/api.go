@@ -54,7 +54,7 @@ import (
 //	(*Handle) ReadAt(p []byte, off int64) (int, error)   // holes read as zeros; short + io.EOF at EOF
 //	(*Handle) ReadPlan(off int64, n int) (ReadPlan, error) // zero-copy: device range, or bytes
 //	(*Handle) WriteAt(p []byte, off int64) (int, error)  // O_APPEND handled by caller offset
-//	(*Handle) WriteAtFlags(p []byte, off int64, f WriteFlags) (int, error) // WriteKillPriv: clear privileges first, atomically
+//	(*Handle) WriteAtFlags(p []byte, off int64, f WriteFlags) (n int, cleared bool, err error) // WriteKillPriv: clear privileges first, atomically
 //	(*Handle) Flush() error                              // delayed allocation happens here at latest
 //	(*Handle) Fsync(datasync bool) error
 //	(*Handle) Release() error
@@ -69,6 +69,7 @@ import (
 //	(*Volume) ListXattr(ino Ino) ([]string, error)
 //	(*Volume) RemoveXattr(ino Ino, name string) error
 //	(*Volume) Fallocate(ino Ino, mode uint32, off, length int64) error
+//	(*Volume) KillPriv(ino Ino) (bool, error)           // clear privileges as an unprivileged write does; whether there were any
 //	(*Volume) Lseek(ino Ino, off int64, whence int) (int64, error) // SEEK_DATA / SEEK_HOLE
 //	(*Volume) Check() []Problem
 //	(*Volume) Recovery() Recovery                        // what Open replayed and freed

@@ -181,36 +181,47 @@ func (v *Volume) devRange(n *inode, fd *fileData, off, k uint64) (ReadPlan, bool
 // the bytes that fit (whole blocks) with ENOSPC, and the file grows by
 // those only.
 func (h *Handle) WriteAt(p []byte, off int64) (int, error) {
-	return h.WriteAtFlags(p, off, 0)
+	n, _, err := h.WriteAtFlags(p, off, 0)
+	return n, err
 }
 
 // WriteAtFlags is WriteAt with flags: WriteKillPriv clears the file's
 // privileges (set-user-ID, set-group-ID when group-executable, a file
 // capability) in one transaction under the metadata lock before the data
 // is written, as the kernel does for a writer without CAP_FSETID; a file
-// without privileges costs a read lock. A write of nothing clears nothing.
-func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (int, error) {
+// without privileges costs a read lock. cleared reports whether there was
+// anything to clear, also when the write then fails: the caller tells
+// the kernel, whose cached mode still has the bits. A write of nothing
+// clears nothing.
+func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (n int, cleared bool, err error) {
 	if h.closed.Load() || !h.write {
-		return 0, opErr("write", "", ErrBadHandle)
+		return 0, false, opErr("write", "", ErrBadHandle)
 	}
 	if off < 0 {
-		return 0, opErr("write", "", ErrInvalid)
+		return 0, false, opErr("write", "", ErrInvalid)
 	}
 	if uint64(off)+uint64(len(p)) > MaxFileSize {
-		return 0, opErr("write", "", ErrFileTooBig)
+		return 0, false, opErr("write", "", ErrFileTooBig)
 	}
 	if len(p) == 0 {
-		return 0, nil
+		return 0, false, nil
 	}
 	v, fd := h.v, h.fd
 	v.throttle() // before fd.mu: the write-back it waits for may need it
 	fd.mu.Lock()
 	defer fd.mu.Unlock()
 	if flags&WriteKillPriv != 0 {
-		if err := v.killPrivNow(h.ino, h.n); err != nil {
-			return 0, opErr("write", "", err)
+		if cleared, err = v.killPrivNow(h.ino, h.n); err != nil {
+			return 0, cleared, opErr("write", "", err)
 		}
 	}
+	n, err = h.writeLocked(p, off)
+	return n, cleared, err
+}
+
+// writeLocked is WriteAtFlags after the clearing (fd.mu held).
+func (h *Handle) writeLocked(p []byte, off int64) (int, error) {
+	v, fd := h.v, h.fd
 	n, err := v.writeSpace(h.n, fd, p, uint64(off))
 	if n > 0 {
 		fd.mtime.Store(v.now())
