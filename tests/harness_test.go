@@ -304,6 +304,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fsxDirEnv) != "" {
 		os.Exit(runFSXChild())
 	}
+	if os.Getenv(killPrivOpEnv) != "" {
+		os.Exit(runKillPrivOp())
+	}
 	flag.Parse()
 	code := m.Run()
 	if left := leftMounts(); len(left) > 0 {
