@@ -41,6 +41,10 @@
 //     writers and remount run in both modes.
 //   - tmpfile_test.go: O_TMPFILE, linkat of it and O_EXCL, in both modes.
 //   - mountflags_test.go: generic mount flags in force at mount time.
+//   - killpriv_test.go: each call that clears set-user-ID, set-group-ID
+//     and file capabilities, made as uid 65534 by a copy of the test
+//     binary, then the file executed as that user, on both transports and
+//     in no-open mode; fallocate by root with and without CAP_FSETID.
 //   - concurrency_test.go: writers, readers and renamers at once.
 //   - fsx_test.go: an fsx-style exerciser (random pwrite, pread, ftruncate,
 //     mmap, fallocate, O_APPEND, copy_file_range, fsync, reopen against a

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -150,7 +151,7 @@ func credentials(t *testing.T, program string) (uid, gid, capEff string) {
 // capability, whichever of its names runs it. The volume clears the bits
 // on the disk; the kernel's cached mode (an hour's attribute timeout)
 // must not keep them for exec. On both transports, with and without
-// no-open mode.
+// no-open mode, and without attribute caching.
 func TestKillPrivExec(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: runs steps as another user")
@@ -161,11 +162,13 @@ func TestKillPrivExec(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		uring, noOpen bool
+		attrTimeout   time.Duration
 	}{
-		{"dev-fuse", false, false},
-		{"dev-fuse-no-open", false, true},
-		{"io_uring", true, false},
-		{"io_uring-no-open", true, true},
+		{"dev-fuse", false, false, 0},
+		{"dev-fuse-no-open", false, true, 0},
+		{"dev-fuse-no-attr-cache", false, false, -1},
+		{"io_uring", true, false, 0},
+		{"io_uring-no-open", true, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.uring {
@@ -173,7 +176,7 @@ func TestKillPrivExec(t *testing.T) {
 			}
 			m := newMount(t, func(c *config) {
 				c.mount.AllowOther, c.mount.Suid, c.mount.SecurityLabels = true, true, true
-				c.mount.NoOpen = tc.noOpen
+				c.mount.NoOpen, c.mount.AttrTimeout = tc.noOpen, tc.attrTimeout
 				if tc.uring {
 					withRings(c)
 				}
