@@ -92,6 +92,23 @@
 // the kernel would have failed; mount with default_permissions where such
 // processes must be held to mode bits.
 //
+// Privileges go as on a local filesystem (killpriv.go): a write,
+// truncate, O_TRUNC open or fallocate by a caller without CAP_FSETID,
+// and every chown of a non-directory, clear set-user-ID, set-group-ID
+// when the group may execute, and the file capability. The volume clears
+// them on disk; the kernel, which caches the mode for the attribute
+// timeout and takes set-user-ID from that cache at exec, learns it before
+// the call returns: from the reply of a SETATTR, and from a
+// NOTIFY_INVAL_INODE (attributes only) the adapter sends before it
+// replies to a WRITE, OPEN or CREATE with O_TRUNC, or FALLOCATE that
+// cleared something. Nothing is sent when there was nothing to clear. The
+// kernel does not say whether a fallocate's caller holds CAP_FSETID: the
+// adapter clears unless the caller is uid 0 with it (read from
+// /proc/PID/status), so a caller other than root that holds it loses bits
+// ext4 would keep. Set-group-ID without group execute stays on a write or
+// chown by a caller outside the file's group, where Linux 6 clears it:
+// without group execute the bit grants nothing at exec.
+//
 // # Errors
 //
 // Volume errors wrap a syscall.Errno (often under %w layers); status in
@@ -132,9 +149,9 @@
 // O_TRUNC travels with OPEN (ATOMIC_O_TRUNC) instead of costing a SETATTR
 // first. Privileges are cleared by the server (HANDLE_KILLPRIV_V2: the
 // adapter passes the kernel's flags to the volume, which clears them in the
-// same transaction as the write or change; see killpriv.go), so the kernel
-// stops asking for security.capability before every write to a cached
-// inode. Not negotiated, deliberately: the writeback cache (the kernel
+// same transaction as the write or change, and tells the kernel when it
+// did; see "# Permissions" and killpriv.go), so the kernel stops asking
+// for security.capability before every write to a cached inode. Not negotiated, deliberately: the writeback cache (the kernel
 // would own mtime and size and send writes long after close). No-open is an
 // option, below. docs/FUSE.md has the measurements behind each choice.
 //
@@ -206,7 +223,9 @@
 // request until each queue has one. A fuse.ProtocolServer over the same
 // fileSystem decodes the rings' requests, set up with the INIT the
 // kernel sent; go-fuse's server goes on reading FORGET and INTERRUPT,
-// which the kernel still sends through /dev/fuse. The descriptor the
+// which the kernel still sends through /dev/fuse; notifications to the
+// kernel (killpriv.go) are written there too, which the kernel accepts
+// whatever carries the requests. The descriptor the
 // rings use is a duplicate of go-fuse's, taken through reflection
 // (ringtransport.go), as go-fuse v2.12.1 does not export it.
 //
