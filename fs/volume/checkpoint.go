@@ -240,6 +240,9 @@ func (v *Volume) publish(d draft, clean bool) error {
 	sb.Checkpoint = d.info.Block
 	sb.LogHead, sb.LogPrev, sb.LogSeq = d.pos.Block, d.pos.Prev, d.seq
 	sb.NextIno = d.nextIno
+	// Every commit that ended is durable once the superblock's first
+	// flush is, and this journal instance appends after them.
+	sb.LogDurable, sb.LogWriter = max(d.seq, v.j.Durable()+1), v.j.Nonce()
 	sb.Flags &^= format.FlagClean
 	if clean {
 		sb.Flags |= format.FlagClean

@@ -74,7 +74,12 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	// on must replay. Both slots then name the loaded checkpoint. Replay
 	// still starts where it started now: what it replayed is in no
 	// checkpoint yet, only in the log, which the next checkpoint releases.
+	// It also records what replay now knows: every transaction before
+	// nextSeq is durable, and this journal instance writes from there on
+	// (format.Superblock.LogDurable), so damage there is never taken for
+	// the end of the log.
 	v.sb.Flags &^= format.FlagClean
+	v.sb.LogDurable, v.sb.LogWriter = nextSeq, v.j.Nonce()
 	if err := v.writeSuperblock(&v.sb); err != nil {
 		v.j.Close()
 		return nil, fmt.Errorf("open: %w", err)
@@ -172,12 +177,14 @@ func openOlder(dev device.Device, opts Options, sb, older *format.Superblock, da
 		}
 		return fail("does not load either: %w", err)
 	}
-	head, next, err := v.replay(older)
+	// The damaged checkpoint's superblock is intact: what it knows of the
+	// log holds for this replay too.
+	head, next, err := v.replay(older, append(logWriters(older), logWriters(sb)...))
 	if err != nil {
 		return fail("cannot stand in: %w", err)
 	}
 	d := &CheckpointDamage{Block: sb.Checkpoint, Slot: sb.Slot, Reason: damage.err.Error(), Loaded: older.Checkpoint, LoadedSlot: older.Slot}
-	if next < sb.LogSeq {
+	if next < max(sb.LogSeq, sb.LogDurable) {
 		d.Lost, d.LostFirst, d.LostLast = true, next, v.lastLogged(sb)
 		if !opts.Salvage {
 			beyond := ""
@@ -212,13 +219,13 @@ func openOlder(dev device.Device, opts Options, sb, older *format.Superblock, da
 // anything (a salvaging read: damage there ends it, as far as the log
 // shows). A device error there leaves what the checkpoint covers.
 func (v *Volume) lastLogged(sb *format.Superblock) uint64 {
-	last := sb.LogSeq - 1
+	last := max(sb.LogSeq, sb.LogDurable) - 1
 	if sb.Clean() { // closed: nothing was logged after it
 		return last
 	}
 	_, _, _ = journal.ReplayScan(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: journal.Position{Block: sb.LogHead, Prev: sb.LogPrev},
-		NextSeq: sb.LogSeq, DataSums: v.dataSums, Salvage: true,
+		NextSeq: sb.LogSeq, DataSums: v.dataSums, Salvage: true, Durable: sb.LogDurable, Writers: logWriters(sb),
 		OnDamaged: func(d journal.Damage) { last = max(last, d.Last) },
 	}, func(seq uint64, _ []format.Record) error {
 		last = max(last, seq)
@@ -273,7 +280,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 	if sb.Clean() {
 		return journal.Position{Block: sb.LogHead, Prev: sb.LogPrev}, sb.LogSeq, nil
 	}
-	return v.replay(sb)
+	return v.replay(sb, logWriters(sb))
 }
 
 // loadFrom loads the checkpoint sb names and notes its blocks as the
@@ -302,12 +309,15 @@ func (v *Volume) loadFrom(sb *format.Superblock) error {
 }
 
 // replay applies the log from sb's position and returns where it ends.
-func (v *Volume) replay(sb *format.Superblock) (journal.Position, uint64, error) {
+// writers are the journal instances superblocks name as writing after
+// that position.
+func (v *Volume) replay(sb *format.Superblock, writers []uint32) (journal.Position, uint64, error) {
 	pr := v.progress(PhaseReplay, 0)
 	defer pr.end()
 	head, next, err := journal.ReplayScan(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: journal.Position{Block: sb.LogHead, Prev: sb.LogPrev},
 		NextSeq: sb.LogSeq, DataSums: v.dataSums, Salvage: v.opts.Salvage,
+		Durable: sb.LogDurable, Writers: writers,
 		OnDropped: func(_, n uint64) { v.recovery.Dropped = n },
 		OnDamaged: func(d journal.Damage) {
 			v.recovery.LogDamage = &LogDamage{Block: d.Block, First: d.Seq, Last: d.Last, ProofBlock: d.ProofBlock, ProofSeq: d.ProofSeq}
@@ -333,6 +343,15 @@ func (v *Volume) replay(sb *format.Superblock) (journal.Position, uint64, error)
 	}
 	v.opts.Logger.WithField("transactions", next-sb.LogSeq).WithField("dropped", v.recovery.Dropped).Info("log replayed")
 	return head, next, nil
+}
+
+// logWriters is the journal instance sb names as appending after its
+// log position, if it names one.
+func logWriters(sb *format.Superblock) []uint32 {
+	if sb.LogWriter == 0 {
+		return nil
+	}
+	return []uint32{sb.LogWriter}
 }
 
 // loadCheckpoint applies the checkpoint sb names. Its directories' entries
