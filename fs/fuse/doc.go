@@ -57,10 +57,10 @@
 // unless noatime or strictatime; nodiratime for directories). Reads the
 // page cache answers do not reach the daemon and do not count.
 //
-// Security labels and ACLs are not supported unless Options.SecurityLabels:
-// every xattr call in the security. and system.posix_acl_ namespaces fails
-// with EOPNOTSUPP without reaching the volume, as on a filesystem built
-// without them. "Unsupported" rather than "absent" lets ls -l stop asking
+// Security labels are not supported unless Options.SecurityLabels, and
+// POSIX ACLs never are (the kernel would store them without enforcing
+// them): every xattr call in those namespaces fails with EOPNOTSUPP
+// without reaching the volume, as on a filesystem built without them. "Unsupported" rather than "absent" lets ls -l stop asking
 // after the first entry (2 GETXATTRs per listing instead of 2 per entry);
 // the first write to an inode still costs one GETXATTR
 // "security.capability", which the kernel asks regardless.

@@ -593,6 +593,27 @@ func TestXattrProtocol(t *testing.T) {
 	}
 }
 
+// TestACLsNeverStored: with SecurityLabels, security.* reaches the volume,
+// but system.posix_acl_* is refused all the same: the kernel would keep an
+// ACL without enforcing it, so one set to keep a user out would not.
+func TestACLsNeverStored(t *testing.T) {
+	fs := newTestFS(t, func(o *Options) { o.SecurityLabels = true })
+	f := fs.mkfile(t, 1, "f")
+	set := fuse.SetXAttrIn{InHeader: header(f.NodeId), Size: 1}
+	if st := fs.SetXAttr(nil, &set, "security.selinux", []byte("x")); st != fuse.OK {
+		t.Errorf("set security label with SecurityLabels: %v", st)
+	}
+	for _, name := range []string{"system.posix_acl_access", "system.posix_acl_default"} {
+		if st := fs.SetXAttr(nil, &set, name, []byte("x")); st != fuse.Status(syscall.EOPNOTSUPP) {
+			t.Errorf("set %s with SecurityLabels: %v, want EOPNOTSUPP", name, st)
+		}
+		h := header(f.NodeId)
+		if _, st := fs.GetXAttr(nil, &h, name, nil); st != fuse.Status(syscall.EOPNOTSUPP) {
+			t.Errorf("get %s with SecurityLabels: %v, want EOPNOTSUPP", name, st)
+		}
+	}
+}
+
 // TestCounters: every request is counted by opcode, errors apart, and
 // nothing stays in flight.
 func TestCounters(t *testing.T) {
