@@ -76,7 +76,7 @@ func wantFiles(t *testing.T, v *Volume, all []string, want map[string]bool, when
 // it, which the superblock records. Damage to the last commit cannot be
 // told from a torn write and ends the log. Padding is read by nothing.
 func TestLogDamageEveryByteClass(t *testing.T) {
-	c := device.NewCrash(16<<20, 1)
+	c := device.NewCrash(2<<20, 1)
 	ok(t, Mkfs(c, MkfsOptions{}))
 	v, err := Open(c, Options{CommitInterval: -1})
 	ok(t, err)
@@ -152,7 +152,7 @@ func TestLogDamageEveryByteClass(t *testing.T) {
 // instance, whose later commit is a witness; damage to its last commit
 // ends the log.
 func TestLogDamageAfterRecoveryMount(t *testing.T) {
-	c := device.NewCrash(16<<20, 1)
+	c := device.NewCrash(2<<20, 1)
 	ok(t, Mkfs(c, MkfsOptions{}))
 	v, err := Open(c, Options{CommitInterval: -1})
 	ok(t, err)
@@ -200,7 +200,7 @@ func TestLogDamageAfterRecoveryMount(t *testing.T) {
 // other slot names the journal instance that wrote after it, whose later
 // commits are on disk: the mount refuses rather than open without them.
 func TestLogDamageOtherSlotGarbage(t *testing.T) {
-	c := device.NewCrash(16<<20, 1)
+	c := device.NewCrash(2<<20, 1)
 	ok(t, Mkfs(c, MkfsOptions{}))
 	v, err := Open(c, Options{CommitInterval: -1})
 	ok(t, err)
@@ -249,7 +249,7 @@ func TestLogDamageOtherSlotGarbage(t *testing.T) {
 // but this one completed: it stays (the metadata is right; the data is
 // damaged, which is the data's problem, not the log's).
 func TestDurableCommitKeptOverDataDamage(t *testing.T) {
-	c := device.NewCrash(16<<20, 1)
+	c := device.NewCrash(2<<20, 1)
 	ok(t, Mkfs(c, MkfsOptions{}))
 	v, err := Open(c, Options{CommitInterval: -1})
 	ok(t, err)
