@@ -296,3 +296,34 @@ func TestReplayScan(t *testing.T) {
 		t.Fatalf("ReplayScan: %d transactions, head %+v next %d; Replay: %d, %+v, %d", len(got), h2, n2, len(want), h1, n1)
 	}
 }
+
+// TestFailStopsTheLog: after Fail, Sync and Append fail with ErrFailed
+// wrapping the cause and the device sees no more I/O, Close included.
+func TestFailStopsTheLog(t *testing.T) {
+	f := device.NewFaulty(device.NewMem(1 << 20))
+	j := mustOpen(t, f, testOpts(64))
+	rng := rand.New(rand.NewPCG(9, 9))
+	mustAppend(t, j, testTxn(1, rng, 0))
+	if err := j.Sync(1); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, j, testTxn(2, rng, 0))
+	ops := f.Count(device.OpAny)
+	cause := fmt.Errorf("checkpoint: %w", syscall.EIO)
+	j.Fail(cause)
+	if err := j.Sync(2); !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
+		t.Errorf("sync after Fail: %v", err)
+	}
+	if _, err := j.Append(testTxn(3, rng, 0)); !errors.Is(err, ErrFailed) {
+		t.Errorf("append after Fail: %v", err)
+	}
+	if err := j.Close(); !errors.Is(err, ErrFailed) {
+		t.Errorf("close after Fail: %v", err)
+	}
+	if n := f.Count(device.OpAny) - ops; n != 0 {
+		t.Errorf("%d device operations after Fail", n)
+	}
+	if j.Durable() != 1 {
+		t.Errorf("durable %d, want 1", j.Durable())
+	}
+}

@@ -110,6 +110,21 @@ func (j *Journal) flush() error {
 	return nil
 }
 
+// Fail makes every later Append and Sync fail with ErrFailed wrapping
+// cause, as a device error in a commit does, and writes nothing more: the
+// volume calls it when the device failed one of its other metadata
+// writes (a checkpoint, a superblock), so the log stops where the disk
+// last answered. A commit already writing finishes; a journal failed
+// already keeps its first cause.
+func (j *Journal) Fail(cause error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		j.err = fmt.Errorf("journal: %w: %w", ErrFailed, cause)
+		j.cond.Broadcast()
+	}
+}
+
 // Close commits everything appended and closes the journal; later calls
 // return ErrClosed. It does not close the device.
 func (j *Journal) Close() error {
