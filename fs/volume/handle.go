@@ -85,6 +85,11 @@ func (v *Volume) open(ino, home Ino, flags uint32) (*Handle, error) {
 		return nil, ErrInvalid
 	}
 	acc := flags & syscall.O_ACCMODE
+	if acc != syscall.O_RDONLY {
+		if err := v.refuseChange(); err != nil { // as open(2) on a read-only mount
+			return nil, err
+		}
+	}
 	h := &Handle{v: v, ino: ino, n: n, read: acc != syscall.O_WRONLY, write: acc != syscall.O_RDONLY}
 	h.fd = v.attach(n, home)
 	n.opens++
@@ -203,6 +208,9 @@ func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (int, error
 		return 0, nil
 	}
 	v, fd := h.v, h.fd
+	if err := v.refuseChange(); err != nil {
+		return 0, opErr("write", "", err)
+	}
 	v.throttle() // before fd.mu: the write-back it waits for may need it
 	fd.mu.Lock()
 	defer fd.mu.Unlock()
@@ -343,6 +351,9 @@ func (h *Handle) truncate(size uint64) error {
 
 // resize cuts or extends the file to size and commits it (fd.mu held).
 func (v *Volume) resize(ino Ino, n *inode, fd *fileData, size uint64) error {
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	if size < fd.size.Load() {
 		v.truncateDirty(fd, size)
 	} else if err := v.extendTo(n, fd, size); err != nil {

@@ -2,18 +2,27 @@ package volume
 
 import "time"
 
-// Sync writes back every dirty file and makes the whole log durable.
+// Sync writes back every dirty file and makes the whole log durable. Once
+// a device error has stopped the volume it fails with ErrNotDurable.
 func (v *Volume) Sync() error {
+	if err := v.refuseSync(); err != nil {
+		return opErr("sync", "", err)
+	}
 	if err := v.writeBackAll(); err != nil {
 		return err
 	}
 	return v.syncLog()
 }
 
-// syncLog makes every transaction appended so far durable.
+// syncLog makes every transaction appended so far durable. A device
+// error in the commit stops the volume (the caller gets that error, later
+// ones ErrNotDurable).
 func (v *Volume) syncLog() error {
-	if err := v.j.Sync(v.j.Last()); err != nil {
+	if err := v.refuseSync(); err != nil {
 		return opErr("sync", "", err)
+	}
+	if err := v.j.Sync(v.j.Last()); err != nil {
+		return opErr("sync", "", v.failOnLog(err))
 	}
 	v.acct.syncs.Inc()
 	return nil
@@ -42,7 +51,7 @@ func (v *Volume) settleFrees() error {
 // startCommitter starts the periodic commit: every CommitInterval it
 // writes back dirty files, makes the log durable, and checkpoints once the
 // log is half full; it does the same at once when a commit finds the log
-// half full (ckptKick).
+// half full (ckptKick). A volume a device error stopped is left alone.
 func (v *Volume) startCommitter() {
 	v.stop, v.stopped = make(chan struct{}), make(chan struct{})
 	v.syncKick = make(chan struct{}, 1)
@@ -60,15 +69,16 @@ func (v *Volume) startCommitter() {
 			case <-v.stop:
 				return
 			case <-t.C:
-				if err := v.commitNow(); err != nil {
+				// A stopped volume refuses at once; fail said so.
+				if err := v.commitNow(); err != nil && v.failed.Load() == nil {
 					v.opts.Logger.WithError(err).Error("periodic commit failed")
 				}
 			case <-v.syncKick: // maxUnsynced written back since the last commit
-				if err := v.syncLog(); err != nil {
+				if err := v.syncLog(); err != nil && v.failed.Load() == nil {
 					v.opts.Logger.WithError(err).Error("early commit failed")
 				}
 			case <-v.ckptKick: // the log is half full before the tick
-				if err := v.commitNow(); err != nil {
+				if err := v.commitNow(); err != nil && v.failed.Load() == nil {
 					v.opts.Logger.WithError(err).Error("early checkpoint failed")
 				}
 			}

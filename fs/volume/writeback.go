@@ -16,11 +16,16 @@ import (
 // sets the inode's size and times and its whole data map. Blocks the new
 // map no longer references are freed once that transaction is durable.
 // A file that fits Options.InlineThreshold is stored inline instead.
+// Once a device error has stopped the volume it writes nothing and fails
+// with ErrNotDurable: the data stays dirty, readable, never written.
 //
 // fd.mu is held for writing; v.mu is not held (it is taken to commit).
 func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	if len(fd.chunks) == 0 && !fd.ahead.Load() {
 		return nil
+	}
+	if err := v.refuseSync(); err != nil {
+		return opErr("write", "", err)
 	}
 	v.wbGate.RLock()
 	defer v.wbGate.RUnlock()
