@@ -88,6 +88,11 @@ var (
 	// device error writing metadata has stopped the volume: nothing can be
 	// made durable any more, data written before included (EIO).
 	ErrNotDurable = sentinel(syscall.EIO, "input/output error: a device error stopped the volume")
+	// ErrLost is returned by Fsync of a file whose data a failed
+	// write-back could neither write nor keep (a map refused at the last
+	// close), until the file is emptied or removed (EIO): no fsync says
+	// that data is durable.
+	ErrLost = sentinel(syscall.EIO, "input/output error: data written to the file was lost")
 )
 
 // opErr adds the operation and name to a sentinel, as *fs.PathError does for

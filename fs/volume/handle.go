@@ -284,7 +284,8 @@ func (h *Handle) Flush() error {
 }
 
 // Fsync makes the file's data and attributes durable (datasync: the data
-// and the size; here both cost the same).
+// and the size; here both cost the same). It fails while data written to
+// the file before was lost (ErrLost, see Release).
 func (h *Handle) Fsync(datasync bool) error {
 	if h.closed.Load() {
 		return opErr("fsync", "", ErrBadHandle)
@@ -295,7 +296,10 @@ func (h *Handle) Fsync(datasync bool) error {
 	if err != nil {
 		return err
 	}
-	return h.v.syncLog()
+	if err := h.v.syncLog(); err != nil {
+		return err
+	}
+	return h.v.lost(h.ino)
 }
 
 // Release closes the handle. The last writer writes the data back; the
@@ -333,6 +337,9 @@ func (h *Handle) Release() error {
 	h.n.opens--
 	if h.n.opens == 0 {
 		if err != nil || h.n.nlink == 0 { // nothing will write it back now
+			if err != nil && h.n.nlink > 0 {
+				h.n.flags |= inodeLost // no later fsync may succeed
+			}
 			v.dropDirty(fd)
 			fd.ahead.Store(false)
 		}

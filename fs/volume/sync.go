@@ -115,7 +115,8 @@ func (v *Volume) oneCheckpoint() bool {
 }
 
 // Fsync makes ino durable: a file's dirty data is written back first; for
-// a directory (fsyncdir) the log holds everything already.
+// a directory (fsyncdir) the log holds everything already. It fails while
+// data written to the file before was lost (ErrLost, see Release).
 func (v *Volume) Fsync(ino Ino, datasync bool) error {
 	err := v.withData(ino, func(n *inode, fd *fileData) error {
 		return v.fsyncWriteBack(ino, n, fd)
@@ -123,7 +124,22 @@ func (v *Volume) Fsync(ino Ino, datasync bool) error {
 	if err != nil && err != ErrIsDir && err != ErrInvalid {
 		return opErr("fsync", "", err)
 	}
-	return v.syncLog()
+	if err := v.syncLog(); err != nil {
+		return err
+	}
+	return v.lost(ino)
+}
+
+// lost returns ErrLost if a write-back of ino dropped data it could not
+// write (Release): an fsync of the file must not succeed after that,
+// through any open, until the file is emptied or removed.
+func (v *Volume) lost(ino Ino) error {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if n := v.inodes.get(ino); n != nil && n.flags&inodeLost != 0 {
+		return opErr("fsync", "", ErrLost)
+	}
+	return nil
 }
 
 // withData runs fn on regular file ino with its data lock held, keeping

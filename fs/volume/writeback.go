@@ -60,6 +60,9 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 		return opErr("write", "", err)
 	}
 	v.freeAfter(dropped, seq)
+	if size == 0 {
+		n.flags &^= inodeLost // emptied: nothing lost is in it
+	}
 	fd.ahead.Store(false)
 	fd.unwritten.Store(0) // now in n's extents
 	v.mu.Unlock()
