@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -57,6 +58,9 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	if err != nil {
 		v.mu.Unlock()
 		v.unplace(fd, fresh, held)
+		if errors.Is(err, ErrReadOnly) { // stopped meanwhile: for an fsync, EIO
+			err = v.refuseSync()
+		}
 		return opErr("write", "", err)
 	}
 	v.freeAfter(dropped, seq)
