@@ -27,7 +27,7 @@ func (v *Volume) Failed() error {
 	if f == nil {
 		return nil
 	}
-	return fmt.Errorf("device error writing the %s: %w", f.where, f.err)
+	return fmt.Errorf("device error writing metadata: %w", f.err)
 }
 
 // fail stops the volume after the device failed a metadata write or
@@ -38,7 +38,7 @@ func (v *Volume) fail(where string, err error) {
 		return
 	}
 	if v.j != nil {
-		v.j.Fail(fmt.Errorf("%s: %w", where, err))
+		v.j.Fail(err)
 	}
 	v.opts.Logger.WithError(err).WithField("in", where).
 		Error("cannot write metadata to the device: the volume is read-only from now on (changes get EROFS, fsync EIO) and writes nothing more; " +
@@ -68,7 +68,7 @@ func (v *Volume) failOnCheckpoint(err error) error {
 // stopped; nil while it takes changes.
 func (v *Volume) refuseChange() error {
 	if f := v.failed.Load(); f != nil {
-		return fmt.Errorf("%w (%s: %v)", ErrReadOnly, f.where, f.err)
+		return fmt.Errorf("%w (%v)", ErrReadOnly, f.err)
 	}
 	return nil
 }
@@ -77,7 +77,7 @@ func (v *Volume) refuseChange() error {
 // stopped; nil while it takes changes.
 func (v *Volume) refuseSync() error {
 	if f := v.failed.Load(); f != nil {
-		return fmt.Errorf("%w (%s: %v)", ErrNotDurable, f.where, f.err)
+		return fmt.Errorf("%w (%v)", ErrNotDurable, f.err)
 	}
 	return nil
 }

@@ -187,3 +187,34 @@ func writeFileNoSync(v *Volume, name string) Ino {
 	h.WriteAt(pattern(10000, 1), 0)
 	return a.Ino
 }
+
+// TestStopDuringWriteBack: an fsync whose write-back is writing data when
+// the volume stops (here a checkpoint's superblock write fails meanwhile)
+// fails with EIO, as one starting after, not with the EROFS of a change.
+func TestStopDuringWriteBack(t *testing.T) {
+	f := newFailingVolume(t, MkfsOptions{})
+	_, w, err := f.v.Create(root, RootIno, "w", 0o644, syscall.O_RDWR)
+	ok(t, err)
+	must[int](t)(w.WriteAt(pattern(8192, 9), 0))
+	target := f.dev.Count(device.OpWrite) + 1 // the write-back's data
+	writing, resume := make(chan struct{}), make(chan struct{})
+	f.dev.SetHook(func(op device.Op, n int64) error {
+		if op == device.OpWrite && n == target {
+			close(writing)
+			<-resume
+		}
+		return nil
+	})
+	done := make(chan error)
+	go func() { done <- w.Fsync(false) }()
+	<-writing
+	f.dev.FailRange(device.OpWrite, 0, 2*format.SuperblockSlotSize, syscall.EIO)
+	if err := f.v.checkpointConcurrent(); err == nil {
+		t.Fatal("the checkpoint did not fail")
+	}
+	close(resume)
+	wantErrno(t, <-done, syscall.EIO)
+	f.dev.SetHook(nil)
+	wantErrno(t, w.Release(), syscall.EIO) // its data stays, unwritten
+	f.stopped(t)
+}
