@@ -218,3 +218,32 @@ func TestStopDuringWriteBack(t *testing.T) {
 	wantErrno(t, w.Release(), syscall.EIO) // its data stays, unwritten
 	f.stopped(t)
 }
+
+// TestSyncCommitsPastFailedWriteBack: a file whose data the device will
+// not take does not hold back the commit of everything else: Sync
+// reports its error but makes the other changes durable, as the periodic
+// commit relies on to bound what a crash loses.
+func TestSyncCommitsPastFailedWriteBack(t *testing.T) {
+	f := newFailingVolume(t, MkfsOptions{})
+	_, w, err := f.v.Create(root, RootIno, "w", 0o644, syscall.O_RDWR)
+	ok(t, err)
+	must[int](t)(w.WriteAt(pattern(8192, 9), 0))
+	bs := int64(f.v.blockSize)
+	start := int64(f.v.dataStart) * bs
+	f.dev.FailRange(device.OpWrite, start, f.dev.Size()-start, syscall.EIO) // file data, not the log
+	must[Attr](t)(f.v.Mkdir(root, RootIno, "m", 0o755))
+	wantErrno(t, f.v.Sync(), syscall.EIO)
+	if f.v.Failed() != nil {
+		t.Fatalf("a failed data write stopped the volume: %v", f.v.Failed())
+	}
+	img := must[*device.Mem](t)(f.crash.Crash(device.DropUnflushed))
+	v := must[*Volume](t)(Open(img, Options{CommitInterval: -1}))
+	defer v.Close()
+	if _, err := v.Lookup(root, RootIno, "m"); err != nil {
+		t.Errorf("mkdir before a Sync whose write-back failed: %v", err)
+	}
+	f.dev.Heal()
+	ok(t, w.Release())
+	ok(t, f.h.Release())
+	ok(t, f.v.Close())
+}

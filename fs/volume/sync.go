@@ -1,17 +1,22 @@
 package volume
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
-// Sync writes back every dirty file and makes the whole log durable. Once
-// a device error has stopped the volume it fails with ErrNotDurable.
+// Sync writes back every dirty file and makes the whole log durable. A
+// file whose write-back fails does not hold back the others: the log is
+// made durable all the same, and the first write-back error returned.
+// Once a device error has stopped the volume it fails with ErrNotDurable,
+// writing nothing (it still drops the data of unlinked files nobody can
+// read any more, writeBackQueued).
 func (v *Volume) Sync() error {
-	if err := v.refuseSync(); err != nil {
-		return opErr("sync", "", err)
-	}
-	if err := v.writeBackAll(); err != nil {
+	errWB := v.writeBackAll()
+	if err := v.syncLog(); err != nil {
 		return err
 	}
-	return v.syncLog()
+	return errWB
 }
 
 // syncLog makes every transaction appended so far durable. A device
@@ -96,14 +101,18 @@ func (v *Volume) stopCommitter() {
 // Open: until a second one is written a damaged checkpoint has nothing to
 // fall back to (openOlder), and on a quiet mount the log takes days to
 // fill half. So the first periodic commit of a mount writes one.
+//
+// A file whose write-back failed does not hold back the checkpoint
+// either; a volume a device error stopped writes none.
 func (v *Volume) commitNow() error {
-	if err := v.Sync(); err != nil {
+	err := v.Sync()
+	if v.failed.Load() != nil {
 		return err
 	}
 	if used, capacity := v.j.Usage(); used*2 < capacity && !v.oneCheckpoint() {
-		return nil
+		return err
 	}
-	return v.checkpointConcurrent()
+	return errors.Join(err, v.checkpointConcurrent())
 }
 
 // oneCheckpoint reports whether both superblock slots name the same
