@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
 )
@@ -325,5 +326,31 @@ func TestFailStopsTheLog(t *testing.T) {
 	}
 	if j.Durable() != 1 {
 		t.Errorf("durable %d, want 1", j.Durable())
+	}
+}
+
+// TestFailedCommitFreesBuffers: the chunk buffers of a commit that failed
+// are given back like those of one that succeeded: once the journal is
+// closed, none is left counted as live.
+func TestFailedCommitFreesBuffers(t *testing.T) {
+	live := func() int64 {
+		l, _ := accounting.Default.Snapshot().Layer("journal")
+		ty, _ := l.Type("chunk-buffer")
+		return ty.Bytes
+	}
+	before := live()
+	f := device.NewFaulty(device.NewMem(1 << 20))
+	j := mustOpen(t, f, testOpts(64))
+	rng := rand.New(rand.NewPCG(10, 10))
+	for i := uint64(1); i <= 3; i++ {
+		mustAppend(t, j, testTxn(i, rng, 2))
+	}
+	f.FailNth(device.OpFlush, f.Count(device.OpFlush)+1, syscall.EIO)
+	if err := j.Sync(3); !errors.Is(err, ErrFailed) {
+		t.Fatalf("sync: %v", err)
+	}
+	_ = j.Close()
+	if after := live(); after != before {
+		t.Errorf("%d bytes of chunk buffers live after Close, %d before Open", after, before)
 	}
 }

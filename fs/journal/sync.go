@@ -51,6 +51,7 @@ func (j *Journal) commit() error {
 	if err != nil {
 		j.err = fmt.Errorf("journal: %w: %w", ErrFailed, err)
 		j.opts.Logger.WithError(err).Error("journal commit failed; the log needs replay")
+		j.recycle(batch) // written or not, never again
 	} else if n := len(batch); n > 0 {
 		j.durable = batch[n-1].lastSeq
 		j.recycle(batch)
@@ -141,6 +142,10 @@ func (j *Journal) Close() error {
 		acctBuffers.Free(int64(cap(b)))
 	}
 	j.spare = nil
+	for _, c := range j.sealed { // left by a failed journal
+		acctBuffers.Free(int64(cap(c.data)))
+	}
+	j.sealed = nil
 	acctBuffers.Free(int64(cap(j.open)))
 	j.open = nil
 	return err
