@@ -305,7 +305,9 @@
 //   - A write-back whose data write fails answers whoever asked for it
 //     (Fsync, Flush at close(2) under flush_on_close, SetAttr) and keeps
 //     the data dirty, its blocks promised: the background write-back and
-//     the periodic commit retry it. At Release the error goes nowhere
+//     the periodic commit retry it, and commit the other files' changes
+//     meanwhile (Sync reports the error after committing the rest). At
+//     Release the error goes nowhere
 //     (over FUSE the kernel sends RELEASE after close(2) has returned), so
 //     the volume also keeps the Release's open of the inode
 //     (fileData.pinned): an fsync meanwhile, through any open, reports the
