@@ -176,6 +176,9 @@ func (s *fuseSession) Stats(st *control.Stats) {
 		BlocksAvail: fs.BlocksAvail, Files: fs.Files, FilesFree: fs.FilesFree,
 	}
 	st.Dirty = &control.Dirty{Bytes: s.vol.DirtyBytes(), Throttled: s.vol.Throttled()}
+	if err := s.vol.Failed(); err != nil {
+		st.Failed = err.Error()
+	}
 	st.Alloc = volumeAlloc(s.vol)
 	st.Transport = &control.Transport{Kind: control.TransportDevice}
 	if c, ok := s.srv.Rings(); ok {

@@ -118,7 +118,11 @@
 // operation for the rest of the mount. An error without an errno becomes
 // EIO and is logged with the operation and inode; so is every EIO (a bad
 // device or corrupt metadata). A negative LOOKUP is not an error: it is
-// answered as a negative entry the kernel may cache.
+// answered as a negative entry the kernel may cache. Device errors reach
+// the request that needed the device (READ, WRITE, FSYNC, FLUSH under
+// FlushOnClose); after a device error writing metadata the volume answers
+// every change EROFS and every FSYNC EIO until it is mounted again
+// (volume doc, "# Device errors"; fault_test.go shows it through a mount).
 //
 // # Caching
 //

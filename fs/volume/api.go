@@ -74,6 +74,7 @@ import (
 //	(*Volume) Check() []Problem
 //	(*Volume) Recovery() Recovery                        // what Open replayed and freed
 //	(*Volume) Sync() error                               // commit everything now
+//	(*Volume) Failed() error                             // nil, or the device error that stopped the volume
 //	(*Volume) DirtyBytes() int64                         // dirty buffer memory (Options.DirtyLimit)
 //	(*Volume) Throttled() uint64                         // writes that waited for write-back
 

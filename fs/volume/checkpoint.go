@@ -55,8 +55,13 @@ func (v *Volume) writeSuperblock(sb *format.Superblock) error {
 //
 // It holds the metadata lock across its device writes, so changes wait
 // for it: it is for Close and a full log. It supersedes a periodic
-// checkpoint being encoded (checkpointConcurrent), which it cancels.
-func (v *Volume) checkpoint(clean bool) error {
+// checkpoint being encoded (checkpointConcurrent), which it cancels. A
+// failure other than want of space stops the volume (failOnCheckpoint).
+func (v *Volume) checkpoint(clean bool) (err error) {
+	defer func() { v.failOnCheckpoint(err) }()
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	if s := v.snap; s != nil {
 		s.cancelled = true
 		v.snap = nil
@@ -124,10 +129,15 @@ func (v *Volume) accountBuffer(accounted, n int) int {
 }
 
 // writeSnapshot writes an encoded snapshot and makes it current, then
-// releases v.ckptMu, which encodeSnapshot returned held.
-func (v *Volume) writeSnapshot(enc *encodedSnapshot) error {
+// releases v.ckptMu, which encodeSnapshot returned held. A failure other
+// than want of space stops the volume.
+func (v *Volume) writeSnapshot(enc *encodedSnapshot) (err error) {
 	defer v.ckptMu.Unlock()
 	defer v.accountBuffer(enc.buf.Len(), 0)
+	defer func() { v.failOnCheckpoint(err) }()
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	w, err := v.checkpointWriter(&enc.d, enc.nextGen, uint64(enc.buf.Len()))
 	if err != nil {
 		return err
@@ -250,6 +260,7 @@ func (v *Volume) publish(d draft, clean bool) error {
 	v.pending = ckptRef{block: d.info.Block, extents: d.extents}
 	if err := v.writeSuperblock(&sb); err != nil {
 		v.releaseAll(d.extents)
+		v.fail("superblock", err)
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	// The superblock covers every transaction before seq: the log up to pos

@@ -37,6 +37,7 @@
 //	punch.go       hole punching (fallocate PUNCH_HOLE, ZERO_RANGE)
 //	space.go       the allocator, reservations, deferred frees, checkpoint headroom
 //	sync.go        Sync, Fsync, the periodic commit
+//	failed.go      a device error writing metadata stops the volume
 //	statfs.go      StatFS
 //	check.go       Check
 //	repair.go      Repair: what fsck --repair fixes, and /lost+found
@@ -288,15 +289,57 @@
 // with the operation and the name. ErrCorrupt (EIO) marks inconsistent
 // on-disk metadata; Open wraps the format package's errors as well, so both
 // errors.Is(err, ErrCorrupt) and errors.Is(err, format.ErrNoValidSuperblock)
-// hold. A failed call changes nothing. A write-back that fails at Release
-// returns the error, which over FUSE nobody hears (the kernel sends
-// RELEASE after close(2) has returned), so the volume keeps the dirty data
-// and the Release's open of the inode (fileData.pinned): the next commit
-// retries, an fsync meanwhile reports the error, and the first write-back
-// that succeeds lets the inode go. A map refused for fragmentation
-// (ErrNoSpace) would fail again and is dropped instead, and so is the
-// data of a pinned file whose last name is gone once no other open can
-// read it (the next commit drops it instead of retrying).
+// hold. A failed call changes nothing. Errors of the device itself keep
+// its errno (EIO, ENOSPC) under the operation's *fs.PathError; see
+// "# Device errors" for what each costs.
+//
+// # Device errors
+//
+// What the device fails reaches the call that needed it, and the volume
+// never says something is durable that it could not write:
+//
+//   - A read of file data that fails answers that read with the device's
+//     error, and nothing else: the next read asks the device again, other
+//     files read, changes go on. A write that must read a committed block
+//     first (a partial overwrite) fails the same way, changing nothing.
+//   - A write-back whose data write fails answers whoever asked for it
+//     (Fsync, Flush at close(2) under flush_on_close, SetAttr) and keeps
+//     the data dirty, its blocks promised: the background write-back and
+//     the periodic commit retry it, and commit the other files' changes
+//     meanwhile (Sync reports the error after committing the rest). At
+//     Release the error goes nowhere
+//     (over FUSE the kernel sends RELEASE after close(2) has returned), so
+//     the volume also keeps the Release's open of the inode
+//     (fileData.pinned): an fsync meanwhile, through any open, reports the
+//     error, and the first write-back that succeeds lets the inode go. So
+//     an fsync after a failed write-back succeeds only by writing the data
+//     again. (Linux marks the pages clean after a failed write-back and
+//     reports the error once per open file, errseq: a second fsync
+//     succeeds without the data.) Data is dropped only where no retry can
+//     help: a map refused for fragmentation (ErrNoSpace) at the last
+//     close, which marks the inode (inodeLost) so that every fsync of it
+//     fails with ErrLost until the file is emptied or freed; and a pinned
+//     file whose last name is gone once no other open can read it (the
+//     next commit drops it instead of retrying).
+//   - A failed write or flush of metadata (a log commit, a checkpoint, a
+//     superblock) stops the volume for good (failed.go), as ext4's
+//     errors=remount-ro: the on-disk log may end in a torn commit, and a
+//     later commit chained onto it would be lost at replay with the gap.
+//     The call that met the failure gets the device's error; from then on
+//     every change gets ErrReadOnly (EROFS: writes, opens for writing,
+//     truncates, new names, removals, attributes, xattrs) and Fsync, Sync
+//     and write-back ErrNotDurable (EIO: nothing can be made durable, not
+//     even data made durable before, and a program must not take a
+//     failed fsync for one that does not apply, as EROFS or EINVAL from
+//     fsync(2) would say). Reads, lookups, listings and xattr reads go on;
+//     access times are not recorded. Nothing more reaches the device:
+//     the journal is failed with the volume (journal.Fail), the committer
+//     and the background write-back do nothing, and Close writes neither
+//     checkpoint nor clean flag and returns an error. The failure is
+//     logged once at error level, and Failed reports it. The next Open
+//     replays the log as after a crash: everything acknowledged before the
+//     failure is there. A checkpoint refused for want of space
+//     (ErrNoSpace) is not a device error and stops nothing.
 //
 // # Check
 //

@@ -80,6 +80,19 @@ var (
 	// ErrCorrupt is returned when on-disk metadata is inconsistent: it tells a
 	// bad disk apart from a bad call (EIO). Open refuses such a volume.
 	ErrCorrupt = sentinel(syscall.EIO, "volume is corrupt")
+	// ErrReadOnly is returned by every change once a device error writing
+	// metadata has stopped the volume (Volume.Failed): EROFS, as a
+	// filesystem the kernel remounted read-only after an error.
+	ErrReadOnly = sentinel(syscall.EROFS, "read-only file system: a device error stopped the volume")
+	// ErrNotDurable is returned by Fsync, Sync and write-back once a
+	// device error writing metadata has stopped the volume: nothing can be
+	// made durable any more, data written before included (EIO).
+	ErrNotDurable = sentinel(syscall.EIO, "input/output error: a device error stopped the volume")
+	// ErrLost is returned by Fsync of a file whose data a failed
+	// write-back could neither write nor keep (a map refused at the last
+	// close), until the file is emptied or removed (EIO): no fsync says
+	// that data is durable.
+	ErrLost = sentinel(syscall.EIO, "input/output error: data written to the file was lost")
 )
 
 // opErr adds the operation and name to a sentinel, as *fs.PathError does for

@@ -54,6 +54,14 @@ func TestExtentLimit(t *testing.T) {
 	if got := must[Attr](t)(v.GetAttr(a.Ino)); got.Size != 0 || got.Blocks != 0 {
 		t.Fatalf("failed write-back left size %d, %d blocks", got.Size, got.Blocks)
 	}
+	// The data went with the last close: no fsync may say it is durable
+	// (a database closes, reopens and fsyncs), until the file is emptied.
+	wantErrno(t, v.Fsync(a.Ino, false), syscall.EIO)
+	h = must[*Handle](t)(v.OpenFile(a.Ino, syscall.O_RDWR))
+	wantErrno(t, h.Fsync(false), syscall.EIO)
+	ok(t, h.Release())
+	must[*Handle](t)(v.OpenFile(a.Ino, syscall.O_RDWR|syscall.O_TRUNC)).Release()
+	ok(t, v.Fsync(a.Ino, false))
 	unpin()
 	checkOK(t, v, dev, "after the refused write-back")
 

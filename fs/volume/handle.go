@@ -85,6 +85,11 @@ func (v *Volume) open(ino, home Ino, flags uint32) (*Handle, error) {
 		return nil, ErrInvalid
 	}
 	acc := flags & syscall.O_ACCMODE
+	if acc != syscall.O_RDONLY {
+		if err := v.refuseChange(); err != nil { // as open(2) on a read-only mount
+			return nil, err
+		}
+	}
 	h := &Handle{v: v, ino: ino, n: n, read: acc != syscall.O_WRONLY, write: acc != syscall.O_RDONLY}
 	h.fd = v.attach(n, home)
 	n.opens++
@@ -207,6 +212,9 @@ func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (n int, cle
 		return 0, false, nil
 	}
 	v, fd := h.v, h.fd
+	if err := v.refuseChange(); err != nil {
+		return 0, false, opErr("write", "", err)
+	}
 	v.throttle() // before fd.mu: the write-back it waits for may need it
 	fd.mu.Lock()
 	defer fd.mu.Unlock()
@@ -287,7 +295,8 @@ func (h *Handle) Flush() error {
 }
 
 // Fsync makes the file's data and attributes durable (datasync: the data
-// and the size; here both cost the same).
+// and the size; here both cost the same). It fails while data written to
+// the file before was lost (ErrLost, see Release).
 func (h *Handle) Fsync(datasync bool) error {
 	if h.closed.Load() {
 		return opErr("fsync", "", ErrBadHandle)
@@ -298,7 +307,10 @@ func (h *Handle) Fsync(datasync bool) error {
 	if err != nil {
 		return err
 	}
-	return h.v.syncLog()
+	if err := h.v.syncLog(); err != nil {
+		return err
+	}
+	return h.v.lost(h.ino)
 }
 
 // Release closes the handle. The last writer writes the data back; the
@@ -336,6 +348,9 @@ func (h *Handle) Release() error {
 	h.n.opens--
 	if h.n.opens == 0 {
 		if err != nil || h.n.nlink == 0 { // nothing will write it back now
+			if err != nil && h.n.nlink > 0 {
+				h.n.flags |= inodeLost // no later fsync may succeed
+			}
 			v.dropDirty(fd)
 			fd.ahead.Store(false)
 		}
@@ -354,6 +369,9 @@ func (h *Handle) truncate(size uint64) error {
 
 // resize cuts or extends the file to size and commits it (fd.mu held).
 func (v *Volume) resize(ino Ino, n *inode, fd *fileData, size uint64) error {
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	if size < fd.size.Load() {
 		v.truncateDirty(fd, size)
 	} else if err := v.extendTo(n, fd, size); err != nil {

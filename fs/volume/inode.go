@@ -47,7 +47,7 @@ type inode struct {
 	// its own: 128 bytes fewer (see "# Memory" in doc.go). Otherwise
 	// oneLen is 0 and the map, if any, is x.extents.
 	oneLen  uint16
-	flags   uint8 // in-memory only: inodeLinkable; fills padding
+	flags   uint8 // in-memory only: inodeLinkable, inodeLost; fills padding
 	onePhys uint64
 	x       *inodeExt
 }
@@ -60,6 +60,11 @@ const (
 	// inodeLinkable marks an O_TMPFILE inode (no link yet) that Link may
 	// name: it was opened without O_EXCL.
 	inodeLinkable uint8 = 1 << iota
+	// inodeLost marks a file whose data a failed write-back dropped (a
+	// map refused at the last close, Release): every fsync of it fails
+	// (ErrLost) until it is emptied (a write-back commits size 0) or
+	// freed. Not kept across a remount, which is a crash to the writer.
+	inodeLost
 )
 
 // inodeExt holds what only some inodes have.

@@ -452,7 +452,8 @@ func (v *Volume) Recovery() Recovery {
 // Close writes back every dirty file, writes a checkpoint, marks the volume
 // clean and stops. Nothing written before Close is lost; the next Open
 // reads the checkpoint and replays nothing. Later calls give ErrClosed.
-// Close does not close the device.
+// Close does not close the device. A volume a device error stopped
+// (Failed) is closed without writing anything, and Close says so.
 func (v *Volume) Close() error {
 	v.mu.RLock()
 	closed := v.closed
@@ -462,6 +463,9 @@ func (v *Volume) Close() error {
 	}
 	v.stopCommitter()
 	v.stopFlusher()
+	if v.failed.Load() != nil {
+		return v.closeStopped()
+	}
 	errWB := v.writeBackAll()
 	v.mu.Lock()
 	defer v.mu.Unlock()

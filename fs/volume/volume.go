@@ -57,8 +57,11 @@ type Volume struct {
 	ckptKick chan struct{} // capacity 1
 	appended uint64
 	closed   bool
-	now      func() int64 // the clock, in Unix ns
-	acct     acct
+	// failed is set once a device error writing metadata stopped the
+	// volume (failed.go); read without a lock.
+	failed atomic.Pointer[failure]
+	now    func() int64 // the clock, in Unix ns
+	acct   acct
 
 	recovery Recovery     // what Open did; set before Open returns, then read-only
 	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
@@ -83,11 +86,15 @@ const logCheckEvery = 64
 
 // commit appends one transaction to the log and applies it. The caller holds
 // v.mu for writing and has validated the change, so apply cannot fail; a log
-// error fails the operation with nothing changed. The blocks of inodes the
-// transaction frees are freed once it is durable.
+// error fails the operation with nothing changed, and so does a volume a
+// device error stopped (ErrReadOnly). The blocks of inodes the transaction
+// frees are freed once it is durable.
 func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 	if v.closed {
 		return 0, ErrClosed
+	}
+	if err := v.refuseChange(); err != nil {
+		return 0, err
 	}
 	seq, err := v.j.Append(txn)
 	if errors.Is(err, journal.ErrLogFull) {
@@ -101,7 +108,7 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 		return 0, fmt.Errorf("log: %w (%w)", ErrNoSpace, err)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("log: %w", err)
+		return 0, fmt.Errorf("log: %w", v.failOnLog(err))
 	}
 	if v.appended++; v.appended%logCheckEvery == 0 && v.snap == nil {
 		if used, capacity := v.j.Usage(); used*2 >= capacity {

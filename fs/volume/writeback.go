@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -16,11 +17,16 @@ import (
 // sets the inode's size and times and its whole data map. Blocks the new
 // map no longer references are freed once that transaction is durable.
 // A file that fits Options.InlineThreshold is stored inline instead.
+// Once a device error has stopped the volume it writes nothing and fails
+// with ErrNotDurable: the data stays dirty, readable, never written.
 //
 // fd.mu is held for writing; v.mu is not held (it is taken to commit).
 func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	if len(fd.chunks) == 0 && !fd.ahead.Load() {
 		return nil
+	}
+	if err := v.refuseSync(); err != nil {
+		return opErr("write", "", err)
 	}
 	v.wbGate.RLock()
 	defer v.wbGate.RUnlock()
@@ -52,9 +58,15 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	if err != nil {
 		v.mu.Unlock()
 		v.unplace(fd, fresh, held)
+		if errors.Is(err, ErrReadOnly) { // stopped meanwhile: for an fsync, EIO
+			err = v.refuseSync()
+		}
 		return opErr("write", "", err)
 	}
 	v.freeAfter(dropped, seq)
+	if size == 0 {
+		n.flags &^= inodeLost // emptied: nothing lost is in it
+	}
 	fd.ahead.Store(false)
 	fd.unwritten.Store(0) // now in n's extents
 	v.mu.Unlock()
