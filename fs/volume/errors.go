@@ -80,6 +80,10 @@ var (
 	// ErrCorrupt is returned when on-disk metadata is inconsistent: it tells a
 	// bad disk apart from a bad call (EIO). Open refuses such a volume.
 	ErrCorrupt = sentinel(syscall.EIO, "volume is corrupt")
+	// ErrChecksum is returned, in a *ChecksumError, by a read of file data
+	// whose bytes on the device do not match their checksum: damaged data
+	// (EIO). Only that read fails; the volume goes on.
+	ErrChecksum = sentinel(syscall.EIO, "data checksum mismatch")
 )
 
 // opErr adds the operation and name to a sentinel, as *fs.PathError does for
