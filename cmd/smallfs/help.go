@@ -29,7 +29,7 @@ fuse.smallfs; 'smallfs mount --help' lists its options.
 the version.
 `
 
-const mkfsHelp = `Usage: smallfs mkfs [--size SIZE] [--preallocate MODE] [--block-size BYTES] [--root-owner UID:GID] [--force] DEVICE
+const mkfsHelp = `Usage: smallfs mkfs [--size SIZE] [--preallocate MODE] [--block-size BYTES] [--root-owner UID:GID] [--no-data-checksums] [--force] DEVICE
 
 Makes an empty smallfs filesystem on DEVICE, a block device or an image
 file, and prints what it made. A missing image file is created with
@@ -48,6 +48,10 @@ Flags:
                        65536 (default 4096)
   --root-owner UID:GID owner of the root directory (default: whoever runs
                        mkfs, so a user can write in their own image)
+  --no-data-checksums  keep no checksum of file data (default: every block
+                       has a CRC32C, and reads that do not match fail with
+                       EIO instead of returning damaged bytes); for an
+                       older smallfs, which cannot mount images with them
   --force              overwrite an existing smallfs filesystem
 
 Exit status: 0 made, 1 failed, 2 usage error.

@@ -19,6 +19,9 @@ type mkfsOpts struct {
 	force     bool
 	prealloc  device.Prealloc
 	owner     rootOwner
+	// noChecksums makes the filesystem without data checksums, for an
+	// older smallfs to mount.
+	noChecksums bool
 }
 
 // rootOwner is who owns a new filesystem's root directory.
@@ -51,6 +54,7 @@ func mkfsFlags() (*flag.FlagSet, *mkfsOpts) {
 	})
 	fs.UintVar(&o.blockSize, "block-size", format.DefaultBlockSize, "")
 	fs.BoolVar(&o.force, "force", false, "")
+	fs.BoolVar(&o.noChecksums, "no-data-checksums", false, "")
 	fs.Func("root-owner", "", func(v string) (err error) {
 		o.owner, err = parseRootOwner(v)
 		return err
@@ -90,7 +94,7 @@ func (a *app) mkfs(args []string) int {
 			return a.failf(exitError, "mkfs: %v", err)
 		}
 	}
-	if err := makeFilesystem(dev, uint32(o.blockSize), o.force, o.owner); err != nil {
+	if err := makeFilesystem(dev, o); err != nil {
 		return a.failf(exitError, "mkfs: %s: %v", path, err)
 	}
 	sb, err := format.ReadSuperblock(dev)

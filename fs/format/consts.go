@@ -39,6 +39,7 @@ const (
 	MaxInlineLen     = 64 << 10 // inline file data
 	MaxExtents       = 1 << 21  // extents in one ExtentsRec (at most 30 bytes each)
 	MaxRecordLen     = 64 << 20 // one encoded record body
+	MaxBlockSums     = 1 << 20  // checksums in one BlockSumsRec (4 MiB of them)
 )
 
 // Fixed header sizes.
@@ -62,11 +63,15 @@ const (
 	// replay checks the data of the last commit (FORMAT.md, "One flush
 	// per commit").
 	FeatureDataSums uint64 = 1 << 0
+	// FeatureBlockSums: every block of file data has a CRC32C in the
+	// metadata (BlockSumsRec), and reads verify it. Transactions carry
+	// BlockSumsRecs where they would carry DataSumRecs.
+	FeatureBlockSums uint64 = 1 << 1
 )
 
 // KnownFeatures is the set of feature bits this version understands; a
 // superblock with any other bit set is refused.
-const KnownFeatures = FeatureDataSums
+const KnownFeatures = FeatureDataSums | FeatureBlockSums
 
 // Chunk flags.
 const (

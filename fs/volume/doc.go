@@ -31,6 +31,10 @@
 //	handle.go      Handle: open, create, read, write, flush, fsync, release
 //	data.go        per-inode dirty chunks, reads of committed data
 //	writeback.go   delayed copy-on-write allocation and write-back
+//	writesums.go   the checksums a write-back logs with what it wrote
+//	blocksums.go   the checksum of every block of file data, by device block
+//	verify.go      verified reads of file data, ChecksumError
+//	pathof.go      PathOf: a file's path, for messages
 //	dirty.go       the dirty queue, background write-back, throttling
 //	extents.go     extent map surgery
 //	fallocate.go   fallocate, SEEK_DATA / SEEK_HOLE
@@ -146,6 +150,24 @@
 // file written continuously costs one write-back a second (~0.02% of a
 // core); a file written once and left open costs the write-back its close
 // would have.
+//
+// # Data checksums
+//
+// On a volume made with format.FeatureBlockSums (mkfs's default) every
+// block of file data has a CRC32C, computed at write-back from the bytes
+// already in memory and logged (format.BlockSumsRec) in the transaction
+// that places the block, kept in checkpoints and held in memory in a
+// table keyed by device block (blocksums.go: 4 bytes a block in pages
+// that exist only where blocks are in use). Every read of file data from
+// the device checks each block it reads (readData, which reads whole
+// blocks, through a pooled buffer for a range that does not cover them):
+// a mismatch fails that read alone with a *ChecksumError (ErrChecksum,
+// EIO), logged once with the file's path and counted; the file's other
+// blocks and other files read on. Blocks without a checksum (an image
+// part-way through being given them) read unverified and are counted.
+// The volume cannot verify a device range someone else reads after it
+// answers, so on such a volume ReadPlan never offers one: reads are
+// copied, not spliced. Without the feature nothing is checked, as before.
 //
 // # Inline data
 //

@@ -93,6 +93,10 @@ var (
 	// close), until the file is emptied or removed (EIO): no fsync says
 	// that data is durable.
 	ErrLost = sentinel(syscall.EIO, "input/output error: data written to the file was lost")
+	// ErrChecksum is returned, in a *ChecksumError, by a read of file data
+	// whose bytes on the device do not match their checksum: damaged data
+	// (EIO). Only that read fails; the volume goes on.
+	ErrChecksum = sentinel(syscall.EIO, "data checksum mismatch")
 )
 
 // opErr adds the operation and name to a sentinel, as *fs.PathError does for

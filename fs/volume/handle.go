@@ -119,7 +119,7 @@ func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
 	}
 	k := min(uint64(len(p)), size-uint64(off))
 	if err := h.v.readAt(h.n, h.fd, p[:k], uint64(off)); err != nil {
-		return 0, err
+		return 0, h.v.reportChecksum(h.ino, err)
 	}
 	if k < uint64(len(p)) {
 		return int(k), io.EOF
@@ -152,14 +152,18 @@ func (h *Handle) ReadPlan(off int64, n int) (ReadPlan, error) {
 	}
 	b := make([]byte, k)
 	if err := h.v.readAt(h.n, h.fd, b, uint64(off)); err != nil {
-		return ReadPlan{}, err
+		return ReadPlan{}, h.v.reportChecksum(h.ino, err)
 	}
 	return ReadPlan{Bytes: b}, nil
 }
 
 // devRange returns the device range of file bytes [off, off+k) if they are
-// committed, not dirty, and in one extent.
+// committed, not dirty, and in one extent, on a volume whose reads need
+// no verifying: a range read after the call returns cannot be checked.
 func (v *Volume) devRange(n *inode, fd *fileData, off, k uint64) (ReadPlan, bool) {
+	if v.sums != nil {
+		return ReadPlan{}, false
+	}
 	cs, bs := v.chunkSize(), uint64(v.blockSize)
 	for c := off / cs; c*cs < off+k; c++ {
 		if _, dirty := fd.chunks[c]; dirty {
@@ -224,7 +228,7 @@ func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (n int, cle
 		}
 	}
 	n, err = h.writeLocked(p, off)
-	return n, cleared, err
+	return n, cleared, v.reportChecksum(h.ino, err) // a partial block is read first
 }
 
 // writeLocked is WriteAtFlags after the clearing (fd.mu held).

@@ -102,6 +102,9 @@ func newVolume(dev device.Device, opts Options, sb *format.Superblock) *Volume {
 	v := &Volume{opts: opts, dev: device.Track(dev), blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb,
 		dataSums: sb.Features&format.FeatureDataSums != 0}
 	v.acct = newAcct(opts.Accounting)
+	if sb.Features&format.FeatureBlockSums != 0 {
+		v.sums = newBlockSums(sb.Blocks, v.acct.blockSums)
+	}
 	v.inodes.acct = v.acct.chunks
 	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
 	v.dataStart = sb.Log.End()
@@ -397,6 +400,9 @@ func (v *Volume) rebuildSpace(blocks uint64) error {
 		return fmt.Errorf("free space: %w (%w)", ErrCorrupt, err)
 	}
 	v.space = s
+	if v.sums != nil {
+		v.sums = v.sums.only(used)
+	}
 	return nil
 }
 

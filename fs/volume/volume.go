@@ -36,6 +36,10 @@ type Volume struct {
 	// dataSums is format.FeatureDataSums: write-backs log the checksums
 	// of what they wrote, and commits flush once (journal.Options.DataSums).
 	dataSums bool
+	// sums is the checksum of every block of file data
+	// (format.FeatureBlockSums; nil without it): write-backs log them,
+	// checkpoints keep them, reads verify them.
+	sums *blockSums
 
 	ckptMu  sync.Mutex        // serialises checkpoints and superblock writes; inside v.mu
 	sb      format.Superblock // the newest superblock written
