@@ -57,8 +57,11 @@ type Volume struct {
 	ckptKick chan struct{} // capacity 1
 	appended uint64
 	closed   bool
-	now      func() int64 // the clock, in Unix ns
-	acct     acct
+	// closeOnce runs Close's work once; closeErr is its result.
+	closeOnce sync.Once
+	closeErr  error
+	now       func() int64 // the clock, in Unix ns
+	acct      acct
 
 	recovery Recovery     // what Open did; set before Open returns, then read-only
 	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
