@@ -57,6 +57,9 @@ func (v *Volume) writeSuperblock(sb *format.Superblock) error {
 // for it: it is for Close and a full log. It supersedes a periodic
 // checkpoint being encoded (checkpointConcurrent), which it cancels.
 func (v *Volume) checkpoint(clean bool) error {
+	if v.failed != nil {
+		return fmt.Errorf("checkpoint: %w", v.failed)
+	}
 	if s := v.snap; s != nil {
 		s.cancelled = true
 		v.snap = nil
@@ -156,6 +159,10 @@ type encodedSnapshot struct {
 // closed or a checkpoint under the write lock cancelled it meanwhile.
 func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, error) {
 	v.mu.Lock()
+	if v.failed != nil {
+		v.mu.Unlock()
+		return nil, fmt.Errorf("checkpoint: %w", v.failed)
+	}
 	if v.closed || v.snap != nil {
 		v.mu.Unlock()
 		return nil, nil

@@ -288,7 +288,11 @@
 // with the operation and the name. ErrCorrupt (EIO) marks inconsistent
 // on-disk metadata; Open wraps the format package's errors as well, so both
 // errors.Is(err, ErrCorrupt) and errors.Is(err, format.ErrNoValidSuperblock)
-// hold. A failed call changes nothing. A write-back that fails at Release
+// hold. A failed call changes nothing. A transaction already logged that
+// then does not apply (a bug: operations validate first) fails with
+// ErrCorrupt and leaves the volume refusing every change and checkpoint
+// from then on, reads still served, as ext4's errors=remount-ro: its
+// memory no longer matches its log. A write-back that fails at Release
 // returns the error, which over FUSE nobody hears (the kernel sends
 // RELEASE after close(2) has returned), so the volume keeps the dirty data
 // and the Release's open of the inode (fileData.pinned): the next commit

@@ -11,7 +11,6 @@ import (
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
 	"github.com/smallfs/smallfs/fs/journal"
-	"github.com/smallfs/smallfs/internal/invariants"
 )
 
 // Volume is an open smallfs volume: the whole metadata in memory, the data
@@ -57,6 +56,7 @@ type Volume struct {
 	ckptKick chan struct{} // capacity 1
 	appended uint64
 	closed   bool
+	failed   error // set when a logged transaction did not apply (fail)
 	// closeOnce runs Close's work once; closeErr is its result.
 	closeOnce sync.Once
 	closeErr  error
@@ -85,12 +85,16 @@ func clock() int64 { return time.Now().UnixNano() }
 const logCheckEvery = 64
 
 // commit appends one transaction to the log and applies it. The caller holds
-// v.mu for writing and has validated the change, so apply cannot fail; a log
-// error fails the operation with nothing changed. The blocks of inodes the
+// v.mu for writing and has validated the change, so apply cannot fail (if
+// it does, the volume stops changing: fail); a log error fails the
+// operation with nothing changed. The blocks of inodes the
 // transaction frees are freed once it is durable.
 func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 	if v.closed {
 		return 0, ErrClosed
+	}
+	if v.failed != nil {
+		return 0, v.failed
 	}
 	seq, err := v.j.Append(txn)
 	if errors.Is(err, journal.ErrLogFull) {
@@ -120,11 +124,24 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 				v.freeAfter(physical(n.extents()), seq)
 			}
 		}
-		if err := v.apply(r); err != nil && invariants.Enabled {
-			panic("volume: live transaction does not apply: " + err.Error())
+		if err := v.apply(r); err != nil {
+			return 0, v.fail(seq, err)
 		}
 	}
 	return seq, nil
+}
+
+// fail stops the volume from changing after transaction seq, already in
+// the log, did not apply (a bug: commit's callers validate first). The
+// metadata in memory then differs from what the log says, so no later
+// transaction and no checkpoint may be written from it: every change
+// and checkpoint gives the error, which wraps ErrCorrupt (EIO), as ext4
+// with errors=remount-ro. Reads go on. The log still holds seq, which
+// the next Open meets again. v.mu is held for writing.
+func (v *Volume) fail(seq uint64, err error) error {
+	v.failed = fmt.Errorf("log transaction %d does not apply, the volume refuses changes: %w", seq, err)
+	v.opts.Logger.WithError(err).WithField("seq", seq).Error("a logged transaction does not apply: the volume refuses changes from now on; unmount it and run smallfs fsck")
+	return v.failed
 }
 
 // live returns the live inode ino for a read-only call (v.mu held).
