@@ -271,7 +271,7 @@ func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, 
 		// The checkpoint headroom counts the log since the newest
 		// checkpoint; a checkpoint settles it to the metadata's size.
 		v.mu.Lock()
-		cerr := v.checkpoint(false)
+		cerr := v.roomCheckpoint()
 		v.mu.Unlock()
 		if cerr != nil {
 			return k, err
