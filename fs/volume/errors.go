@@ -35,7 +35,8 @@ var (
 	// still has entries (ENOTEMPTY).
 	ErrNotEmpty = sentinel(syscall.ENOTEMPTY, "directory not empty")
 	// ErrInvalid is returned when an argument is malformed: a bad name, bad
-	// flags, a directory moved below itself (EINVAL).
+	// flags, a directory moved below itself, an xattr namespace prefix
+	// without a name after it (EINVAL).
 	ErrInvalid = sentinel(syscall.EINVAL, "invalid argument")
 	// ErrNameTooLong is returned when a name exceeds MaxNameLen bytes or a
 	// symlink target exceeds MaxSymlinkLen bytes (ENAMETOOLONG).
@@ -66,7 +67,7 @@ var (
 	// (EFBIG).
 	ErrFileTooBig = sentinel(syscall.EFBIG, "file too large")
 	// ErrNotSupported is returned for flags or modes the volume does not
-	// implement, such as RENAME_WHITEOUT or fallocate hole punching
+	// implement, and for xattr names in no namespace the kernel knows
 	// (EOPNOTSUPP).
 	ErrNotSupported = sentinel(syscall.EOPNOTSUPP, "operation not supported")
 	// ErrNoOffset is returned by Lseek when no data or hole lies at or
