@@ -22,7 +22,7 @@
 //	dir.go         directory index: cookie-ordered entries + name hash index
 //	ns.go          lookup, forget, getattr, mknod, mkdir, symlink, link, unlink
 //	tmpfile.go     Tmpfile: O_TMPFILE
-//	rename.go      rename, NOREPLACE, EXCHANGE, the loop check
+//	rename.go      rename, NOREPLACE, EXCHANGE, WHITEOUT, the loop check
 //	setattr.go     setattr (size through the data path)
 //	atime.go       Accessed: access times under relatime, strictatime, noatime
 //	killpriv.go    clearing set-user-ID, set-group-ID and capabilities
