@@ -19,6 +19,7 @@ Commands:
   fsck     check a filesystem and repair what is safe
   info     show a device's superblock, usage and free-space fragmentation
   stats    show the live figures of a mounted filesystem
+  sync     commit everything a mounted filesystem holds (sync(1) does not)
   bench    run the smallfile-style benchmark against smallfs and others
 
 The second form is the mount helper that mount(8) runs through mount.fuse3
@@ -110,6 +111,24 @@ Exit status: 0 shown, 1 failed (not a smallfs mount, daemon gone), 2 usage
 error.
 `
 
+const syncHelp = `Usage: smallfs sync MOUNTPOINT
+
+Commits everything the smallfs mounted on MOUNTPOINT holds: every file's
+data not yet written back is written, and the metadata log made durable,
+so a crash or power cut afterwards loses nothing written before. Run it
+before a snapshot of the device or a power-off that skips the unmount.
+
+sync(1) and sync -f do not reach a FUSE filesystem (the kernel asks only
+virtiofs), so without this a crash loses up to commit_interval (5s) of
+work that was not fsynced. smallfs sync opens MOUNTPOINT and fsyncs it,
+which smallfs answers by committing everything; 'sync MOUNTPOINT'
+(coreutils, which fsyncs what it names) does the same. Any user who can
+open the mount's root directory may run it.
+
+Exit status: 0 committed, 1 failed (not a smallfs mount point, the mount
+dead, the commit failed), 2 usage error.
+`
+
 // mountHelp is built from the option table so that help, flags and parser
 // cannot disagree.
 var mountHelp = `Usage: smallfs mount [FLAGS] DEVICE MOUNTPOINT
@@ -146,6 +165,11 @@ Accepted without effect (they are for mount(8), fstab and systemd):
 remount changes a running mount (mount -o remount,ro MOUNTPOINT): ro or rw
 and the generic options given; the others are accepted and change nothing.
 remount,ro commits everything first, so a crash afterwards loses nothing.
+
+Durability: fsync(2) of a file commits it; work not fsynced is committed
+every commit_interval. sync(1) and sync -f do not reach a FUSE daemon:
+run 'smallfs sync MOUNTPOINT' (or 'sync MOUNTPOINT') to commit everything
+before a snapshot or a power-off without unmount.
 A mount made ro opens its device read-only and writes nothing to it:
 remount,rw is refused there; umount and mount it rw.
 
