@@ -165,13 +165,13 @@ Accepted without effect (they are for mount(8), fstab and systemd):
 remount changes a running mount (mount -o remount,ro MOUNTPOINT): ro or rw
 and the generic options given; the others are accepted and change nothing.
 remount,ro commits everything first, so a crash afterwards loses nothing.
+A mount made ro opens its device read-only and writes nothing to it:
+remount,rw is refused there; umount and mount it rw.
 
 Durability: fsync(2) of a file commits it; work not fsynced is committed
 every commit_interval. sync(1) and sync -f do not reach a FUSE daemon:
 run 'smallfs sync MOUNTPOINT' (or 'sync MOUNTPOINT') to commit everything
 before a snapshot or a power-off without unmount.
-A mount made ro opens its device read-only and writes nothing to it:
-remount,rw is refused there; umount and mount it rw.
 
 smallfs options:
 ` + specOptionsHelp() + `
