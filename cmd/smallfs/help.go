@@ -180,8 +180,10 @@ to /var/log/smallfs.log (root) or ~/.local/state/smallfs/smallfs.log
 unless log_file says otherwise; where that cannot be made, to
 $TMPDIR/smallfs-UID/smallfs.log.
 
-Exit status: smallfs mount: 0 mounted, 1 failed, 2 usage error. The helper
-form follows mount(8): 0 mounted, 32 mount failure, 1 usage error.
+Exit status: smallfs mount: 0 mounted, 1 failed, 2 usage error (a bad
+option included). The helper form follows mount(8): 0 mounted, 32 mount
+failure (a bad option included, as the kernel's "bad option"), 1 usage
+error (a malformed command line).
 `
 
 func specOptionsHelp() string {
