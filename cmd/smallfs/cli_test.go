@@ -98,6 +98,8 @@ func TestHelpAndUsageGolden(t *testing.T) {
 		{"usage-fsck-flag", []string{"fsck", "-y", "img"}},
 		{"usage-mkfs-size", []string{"mkfs", "--size", "12Q", "img"}},
 		{"usage-mkfs-block-size", []string{"mkfs", "--block-size", "3000", "img"}},
+		{"usage-mkfs-root-owner", []string{"mkfs", "--root-owner", "4294967295:4294967295", "--size", "1M", filepath.Join(dir, "owner.img")}},
+		{"usage-mkfs-root-gid", []string{"mkfs", "--root-owner", "0:4294967295", "--size", "1M", filepath.Join(dir, "owner.img")}},
 		{"usage-info", []string{"info", "a", "b"}},
 		{"mkfs-missing", []string{"mkfs", filepath.Join(dir, "new.img")}},
 		{"info-missing", []string{"info", filepath.Join(dir, "nowhere.img")}},

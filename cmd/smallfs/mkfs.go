@@ -31,13 +31,20 @@ func defaultRootOwner() rootOwner {
 	return rootOwner{uint32(os.Getuid()), uint32(os.Getgid())}
 }
 
+// noOwner is (uid_t)-1 and (gid_t)-1: to chown(2) "leave it as it is",
+// and no owner any file can have.
+const noOwner = 1<<32 - 1
+
 // parseRootOwner reads --root-owner UID:GID.
 func parseRootOwner(v string) (rootOwner, error) {
 	u, g, ok := strings.Cut(v, ":")
 	uid, uerr := strconv.ParseUint(u, 10, 32)
 	gid, gerr := strconv.ParseUint(g, 10, 32)
-	if !ok || uerr != nil || gerr != nil {
+	switch {
+	case !ok || uerr != nil || gerr != nil:
 		return rootOwner{}, fmt.Errorf("want UID:GID, two numbers such as 1000:1000")
+	case uid == noOwner || gid == noOwner:
+		return rootOwner{}, fmt.Errorf("%d is -1 as a uid_t or gid_t, which chown(2) takes for \"leave it as it is\": no file is owned by it", uint64(noOwner))
 	}
 	return rootOwner{uint32(uid), uint32(gid)}, nil
 }
