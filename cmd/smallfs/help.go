@@ -49,7 +49,9 @@ Flags:
                        65536 (default 4096)
   --root-owner UID:GID owner of the root directory (default: whoever runs
                        mkfs, so a user can write in their own image)
-  --force              overwrite an existing smallfs filesystem
+  --force              overwrite what DEVICE holds: a smallfs, another
+                       filesystem, a partition table, swap, an encrypted
+                       volume, or any byte that is not zero at its start
 
 Exit status: 0 made, 1 failed, 2 usage error.
 `

@@ -109,16 +109,25 @@ func (a *app) mkfs(args []string) int {
 	return exitOK
 }
 
-// refuseExisting stops mkfs from overwriting a filesystem by accident:
-// anything carrying the smallfs magic counts, even a newer or damaged one.
+// refuseExisting stops mkfs from overwriting data by accident, as
+// mkfs.xfs does: anything carrying the smallfs magic counts, even a newer
+// or damaged one, and so does another format (signature.go) or any byte
+// that is not zero at the start of the device.
 func refuseExisting(path string, dev device.Device) error {
 	sb, err := format.ReadSuperblock(dev)
 	switch {
 	case err == nil:
 		return fmt.Errorf("%s already holds a smallfs filesystem (%s, uuid %s); --force overwrites it",
 			path, human(sb.Blocks*uint64(sb.BlockSize)), uuidString(sb.UUID))
-	case errors.Is(err, format.ErrNotSmallfs):
-		return nil
+	case !errors.Is(err, format.ErrNotSmallfs):
+		return fmt.Errorf("%v; --force overwrites it", formatError(path, err))
 	}
-	return fmt.Errorf("%v; --force overwrites it", formatError(path, err))
+	found, err := foreignData(dev)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case found != "":
+		return fmt.Errorf("%s holds %s; --force overwrites it", path, found)
+	}
+	return nil
 }
