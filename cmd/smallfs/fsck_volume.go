@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/format"
 	"github.com/smallfs/smallfs/fs/volume"
 )
 
@@ -20,6 +21,10 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 	show("loading metadata")
 	found, notes, err = inspect(path, dev, show)
 	if err != nil || !repair || len(found) == 0 {
+		return found, nil, found, notes, err
+	}
+	badSlot, err := format.FindBadSlot(dev)
+	if err != nil {
 		return found, nil, found, notes, err
 	}
 	show("repairing")
@@ -46,6 +51,9 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 	fixed = append(fixed, problemStrings(done)...)
 	if err := errors.Join(rerr, vol.Close()); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("%s: repairing: %w", path, err)
+	}
+	if badSlot != nil { // Open and Close wrote a superblock into each slot
+		fixed = append(fixed, fmt.Sprintf("superblock %c rewritten from superblock %c", 'A'+badSlot.Slot, 'A'+badSlot.Good.Slot))
 	}
 	show("checking again")
 	left, _, err = inspect(path, dev, show)
@@ -76,7 +84,16 @@ func inspect(path string, dev device.Device, show status) (found, notes []string
 	defer vol.Close()
 	show("checking")
 	r := vol.Recovery()
-	return append(recoveryProblems(r), problemStrings(vol.Check())...), recoveryNotes(r), nil
+	found = recoveryProblems(r)
+	// A slot the reader passed over is a problem the volume does not see.
+	bad, err := format.FindBadSlot(dev)
+	if err != nil {
+		return nil, nil, err
+	}
+	if bad != nil {
+		found = append(found, bad.String())
+	}
+	return append(found, problemStrings(vol.Check())...), recoveryNotes(r), nil
 }
 
 // recoveryProblems and recoveryNotes sort what Open completed by itself.
