@@ -72,7 +72,10 @@ const unloadable = "metadata cannot be loaded: "
 // recovered. An I/O failure is an error.
 func inspect(path string, dev device.Device, show status) (found, notes []string, err error) {
 	vol, err := openReadOnly(path, dev, progressLine(show))
+	var shrunk *format.ShrunkError
 	switch {
+	case errors.As(err, &shrunk):
+		return []string{unloadable + cutShortText(path, shrunk)}, nil, nil
 	case errors.Is(err, volume.ErrNoCheckpoint):
 		return []string{unloadable + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ") +
 			"; fsck cannot recover anything from this volume (the log holds only changes to a checkpoint): restore it from a backup"}, nil, nil

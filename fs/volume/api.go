@@ -71,6 +71,7 @@ import (
 //	(*Volume) Fallocate(ino Ino, mode uint32, off, length int64) error
 //	(*Volume) Lseek(ino Ino, off int64, whence int) (int64, error) // SEEK_DATA / SEEK_HOLE
 //	(*Volume) Check() []Problem
+//	(*Volume) FilesBeyond(block uint64) []Ino            // files with data at or past a device block (an image cut short)
 //	(*Volume) Recovery() Recovery                        // what Open replayed and freed
 //	(*Volume) Sync() error                               // commit everything now
 //	(*Volume) DirtyBytes() int64                         // dirty buffer memory (Options.DirtyLimit)

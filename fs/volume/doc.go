@@ -39,6 +39,7 @@
 //	sync.go        Sync, Fsync, the periodic commit
 //	statfs.go      StatFS
 //	check.go       Check
+//	beyond.go      FilesBeyond: what an image cut short lost
 //	repair.go      Repair: what fsck --repair fixes, and /lost+found
 //	acct.go        memory accounting (layer "fs")
 //
