@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/format"
 	"github.com/smallfs/smallfs/fs/volume"
 )
 
@@ -20,6 +21,10 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 	show("loading metadata")
 	found, notes, err = inspect(path, dev, show)
 	if err != nil || !repair || len(found) == 0 {
+		return found, nil, found, notes, err
+	}
+	badSlot, err := format.FindBadSlot(dev)
+	if err != nil {
 		return found, nil, found, notes, err
 	}
 	show("repairing")
@@ -47,6 +52,9 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 	if err := errors.Join(rerr, vol.Close()); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("%s: repairing: %w", path, err)
 	}
+	if badSlot != nil { // Open and Close wrote a superblock into each slot
+		fixed = append(fixed, fmt.Sprintf("superblock %c rewritten from superblock %c", 'A'+badSlot.Slot, 'A'+badSlot.Good.Slot))
+	}
 	show("checking again")
 	left, _, err = inspect(path, dev, show)
 	return found, fixed, left, notes, err
@@ -64,7 +72,10 @@ const unloadable = "metadata cannot be loaded: "
 // recovered. An I/O failure is an error.
 func inspect(path string, dev device.Device, show status) (found, notes []string, err error) {
 	vol, err := openReadOnly(path, dev, progressLine(show))
+	var shrunk *format.ShrunkError
 	switch {
+	case errors.As(err, &shrunk):
+		return []string{unloadable + cutShortText(path, shrunk)}, nil, nil
 	case errors.Is(err, volume.ErrNoCheckpoint):
 		return []string{unloadable + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ") +
 			"; fsck cannot recover anything from this volume (the log holds only changes to a checkpoint): restore it from a backup"}, nil, nil
@@ -76,7 +87,16 @@ func inspect(path string, dev device.Device, show status) (found, notes []string
 	defer vol.Close()
 	show("checking")
 	r := vol.Recovery()
-	return append(recoveryProblems(r), problemStrings(vol.Check())...), recoveryNotes(r), nil
+	found = recoveryProblems(r)
+	// A slot the reader passed over is a problem the volume does not see.
+	bad, err := format.FindBadSlot(dev)
+	if err != nil {
+		return nil, nil, err
+	}
+	if bad != nil {
+		found = append(found, bad.String())
+	}
+	return append(found, problemStrings(vol.Check())...), recoveryNotes(r), nil
 }
 
 // recoveryProblems and recoveryNotes sort what Open completed by itself.

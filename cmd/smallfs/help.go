@@ -19,6 +19,7 @@ Commands:
   fsck     check a filesystem and repair what is safe
   info     show a device's superblock, usage and free-space fragmentation
   stats    show the live figures of a mounted filesystem
+  sync     commit everything a mounted filesystem holds (sync(1) does not)
   bench    run the smallfile-style benchmark against smallfs and others
 
 The second form is the mount helper that mount(8) runs through mount.fuse3
@@ -52,7 +53,9 @@ Flags:
                        has a CRC32C, and reads that do not match fail with
                        EIO instead of returning damaged bytes); for an
                        older smallfs, which cannot mount images with them
-  --force              overwrite an existing smallfs filesystem
+  --force              overwrite what DEVICE holds: a smallfs, another
+                       filesystem, a partition table, swap, an encrypted
+                       volume, or any byte that is not zero at its start
 
 Exit status: 0 made, 1 failed, 2 usage error.
 `
@@ -114,6 +117,24 @@ Exit status: 0 shown, 1 failed (not a smallfs mount, daemon gone), 2 usage
 error.
 `
 
+const syncHelp = `Usage: smallfs sync MOUNTPOINT
+
+Commits everything the smallfs mounted on MOUNTPOINT holds: every file's
+data not yet written back is written, and the metadata log made durable,
+so a crash or power cut afterwards loses nothing written before. Run it
+before a snapshot of the device or a power-off that skips the unmount.
+
+sync(1) and sync -f do not reach a FUSE filesystem (the kernel asks only
+virtiofs), so without this a crash loses up to commit_interval (5s) of
+work that was not fsynced. smallfs sync opens MOUNTPOINT and fsyncs it,
+which smallfs answers by committing everything; 'sync MOUNTPOINT'
+(coreutils, which fsyncs what it names) does the same. Any user who can
+open the mount's root directory may run it.
+
+Exit status: 0 committed, 1 failed (not a smallfs mount point, the mount
+dead, the commit failed), 2 usage error.
+`
+
 // mountHelp is built from the option table so that help, flags and parser
 // cannot disagree.
 var mountHelp = `Usage: smallfs mount [FLAGS] DEVICE MOUNTPOINT
@@ -153,6 +174,11 @@ remount,ro commits everything first, so a crash afterwards loses nothing.
 A mount made ro opens its device read-only and writes nothing to it:
 remount,rw is refused there; umount and mount it rw.
 
+Durability: fsync(2) of a file commits it; work not fsynced is committed
+every commit_interval. sync(1) and sync -f do not reach a FUSE daemon:
+run 'smallfs sync MOUNTPOINT' (or 'sync MOUNTPOINT') to commit everything
+before a snapshot or a power-off without unmount.
+
 smallfs options:
 ` + specOptionsHelp() + `
 Times are seconds (2.5) or durations (500ms, 1h). A background daemon logs
@@ -160,8 +186,10 @@ to /var/log/smallfs.log (root) or ~/.local/state/smallfs/smallfs.log
 unless log_file says otherwise; where that cannot be made, to
 $TMPDIR/smallfs-UID/smallfs.log.
 
-Exit status: smallfs mount: 0 mounted, 1 failed, 2 usage error. The helper
-form follows mount(8): 0 mounted, 32 mount failure, 1 usage error.
+Exit status: smallfs mount: 0 mounted, 1 failed, 2 usage error (a bad
+option included). The helper form follows mount(8): 0 mounted, 32 mount
+failure (a bad option included, as the kernel's "bad option"), 1 usage
+error (a malformed command line).
 `
 
 func specOptionsHelp() string {

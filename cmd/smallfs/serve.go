@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -81,9 +82,14 @@ func absolute(p mountopt.Args) (mountopt.Args, error) {
 	if p.Device, err = filepath.Abs(p.Device); err != nil {
 		return p, err
 	}
-	if p.Mountpoint, err = resolveMountpoint(p.Mountpoint); err != nil {
+	mnt, err := resolveMountpoint(p.Mountpoint)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return p, fmt.Errorf("%s: mount point does not exist (nor does the directory it would be in)", p.Mountpoint)
+	case err != nil:
 		return p, fmt.Errorf("%s: mount point: %w", p.Mountpoint, err)
 	}
+	p.Mountpoint = mnt
 	if p.Config.FsName == "" {
 		p.Config.FsName = p.Device
 	}

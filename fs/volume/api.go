@@ -72,6 +72,7 @@ import (
 //	(*Volume) KillPriv(ino Ino) (bool, error)           // clear privileges as an unprivileged write does; whether there were any
 //	(*Volume) Lseek(ino Ino, off int64, whence int) (int64, error) // SEEK_DATA / SEEK_HOLE
 //	(*Volume) Check() []Problem
+//	(*Volume) FilesBeyond(block uint64) []Ino            // files with data at or past a device block (an image cut short)
 //	(*Volume) Recovery() Recovery                        // what Open replayed and freed
 //	(*Volume) Sync() error                               // commit everything now
 //	(*Volume) Failed() error                             // nil, or the device error that stopped the volume

@@ -166,6 +166,10 @@ type encodedSnapshot struct {
 // closed or a checkpoint under the write lock cancelled it meanwhile.
 func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, error) {
 	v.mu.Lock()
+	if err := v.refuseChange(); err != nil {
+		v.mu.Unlock()
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
 	if v.closed || v.snap != nil {
 		v.mu.Unlock()
 		return nil, nil

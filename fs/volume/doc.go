@@ -22,7 +22,7 @@
 //	dir.go         directory index: cookie-ordered entries + name hash index
 //	ns.go          lookup, forget, getattr, mknod, mkdir, symlink, link, unlink
 //	tmpfile.go     Tmpfile: O_TMPFILE
-//	rename.go      rename, NOREPLACE, EXCHANGE, the loop check
+//	rename.go      rename, NOREPLACE, EXCHANGE, WHITEOUT, the loop check
 //	setattr.go     setattr (size through the data path)
 //	atime.go       Accessed: access times under relatime, strictatime, noatime
 //	killpriv.go    clearing set-user-ID, set-group-ID and capabilities
@@ -44,6 +44,7 @@
 //	failed.go      a device error writing metadata stops the volume
 //	statfs.go      StatFS
 //	check.go       Check
+//	beyond.go      FilesBeyond: what an image cut short lost
 //	repair.go      Repair: what fsck --repair fixes, and /lost+found
 //	acct.go        memory accounting (layer "fs")
 //
@@ -347,6 +348,8 @@
 //     superblock) stops the volume for good (failed.go), as ext4's
 //     errors=remount-ro: the on-disk log may end in a torn commit, and a
 //     later commit chained onto it would be lost at replay with the gap.
+//     So does a transaction already logged that then does not apply (a
+//     bug: operations validate first), whose effect the memory lacks.
 //     The call that met the failure gets the device's error; from then on
 //     every change gets ErrReadOnly (EROFS: writes, opens for writing,
 //     truncates, new names, removals, attributes, xattrs) and Fsync, Sync

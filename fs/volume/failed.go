@@ -14,7 +14,7 @@ import (
 
 // failure is why the volume stopped: where the device failed, and how.
 type failure struct {
-	where string // "log", "checkpoint", "superblock"
+	where string // "log", "checkpoint", "superblock", or "apply"
 	err   error
 }
 
@@ -40,9 +40,13 @@ func (v *Volume) fail(where string, err error) {
 	if v.j != nil {
 		v.j.Fail(err)
 	}
+	what := "cannot write metadata to the device"
+	if where == "apply" {
+		what = "a logged transaction does not apply to the metadata in memory"
+	}
 	v.opts.Logger.WithError(err).WithField("in", where).
-		Error("cannot write metadata to the device: the volume is read-only from now on (changes get EROFS, fsync EIO) and writes nothing more; " +
-			"reads go on; what was committed before is on the device: unmount, check the device, and mount again")
+		Error(what + ": the volume is read-only from now on (changes get EROFS, fsync EIO) and writes nothing more; " +
+			"reads go on; what was committed before is on the device: unmount, check the device (smallfs fsck), and mount again")
 }
 
 // failOnLog stops the volume if err says the journal failed (a device

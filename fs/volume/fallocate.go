@@ -245,7 +245,7 @@ func (v *Volume) reserveSettling(blocks uint64) error {
 	}
 	if err == ErrNoSpace && v.logUsed() > 0 {
 		v.mu.Lock()
-		cerr := v.checkpoint(false)
+		cerr := v.roomCheckpoint()
 		v.mu.Unlock()
 		if cerr == nil {
 			err = v.space.reserve(blocks, v.logUsed())

@@ -46,15 +46,8 @@ func (v *Volume) OpenFile(ino Ino, flags uint32) (*Handle, error) {
 func (v *Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags uint32) (Attr, *Handle, error) {
 	v.mu.Lock()
 	ino, n, err := v.newChild(ctx, parent, name, syscall.S_IFREG|mode&^syscall.S_IFMT, 0)
-	if err == ErrExist && flags&syscall.O_EXCL == 0 {
-		r, _ := v.inodes.get(parent).dirOf().lookup(name)
-		v.mu.Unlock()
-		h, err := v.OpenFile(r.ino, flags)
-		if err != nil {
-			return Attr{}, nil, err
-		}
-		a, err := v.Lookup(ctx, parent, name)
-		return a, h, err
+	if errors.Is(err, ErrExist) && flags&syscall.O_EXCL == 0 {
+		return v.openExisting(parent, name, flags)
 	}
 	if err != nil {
 		v.mu.Unlock()
@@ -68,6 +61,38 @@ func (v *Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags
 	}
 	return a, h, nil
 }
+
+// openExisting is Create over an existing name: it opens the inode the
+// name holds under the metadata lock (v.mu, held for writing, which it
+// releases), so the handle is on that inode whatever happens to the name
+// next, then applies O_TRUNC and counts the entry as Lookup does. On
+// error no handle is left open.
+func (v *Volume) openExisting(parent Ino, name string, flags uint32) (Attr, *Handle, error) {
+	r, _ := v.inodes.get(parent).dirOf().lookup(name)
+	h, err := v.open(r.ino, 0, flags)
+	v.mu.Unlock()
+	if err != nil {
+		return Attr{}, nil, opErr("open", name, err)
+	}
+	if testHookOpenExisting != nil {
+		testHookOpenExisting()
+	}
+	if flags&syscall.O_TRUNC != 0 && h.write {
+		if err := h.truncate(0); err != nil {
+			h.Release()
+			return Attr{}, nil, opErr("open", name, err)
+		}
+	}
+	v.mu.RLock()
+	v.ref(h.n) // the open pins the inode: it is still live
+	a := v.attr(h.ino, h.n)
+	v.mu.RUnlock()
+	return a, h, nil
+}
+
+// testHookOpenExisting, when set (tests), runs in Create over an existing
+// name once the metadata lock is dropped.
+var testHookOpenExisting func()
 
 // open makes a handle on ino; home is the directory placing new data, 0 if
 // unknown (v.mu held for writing).
@@ -269,7 +294,7 @@ func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, 
 		// The checkpoint headroom counts the log since the newest
 		// checkpoint; a checkpoint settles it to the metadata's size.
 		v.mu.Lock()
-		cerr := v.checkpoint(false)
+		cerr := v.roomCheckpoint()
 		v.mu.Unlock()
 		if cerr != nil {
 			return k, err

@@ -14,7 +14,8 @@ const (
 	MaxLinks         = 65000     // link count of any inode, as ext4
 	MaxXattrNameLen  = 255       // bytes in an xattr name
 	MaxXattrValueLen = 64 << 10  // bytes in one xattr value
-	MaxXattrTotal    = 64 << 10  // bytes of names and values per inode
+	MaxXattrTotal    = 256 << 10 // bytes of names and values per inode: four of the largest
+	MaxXattrList     = 64 << 10  // bytes of names, each with its NUL, per inode: what listxattr(2) returns at most (XATTR_LIST_MAX)
 	MaxFileSize      = 1 << 44   // 16 TiB, far beyond any device we expect
 	bytesPerInode    = 512       // inode capacity: one per 512 device bytes
 	maxInodes        = 1<<32 - 2 // hard ceiling of the inode table

@@ -457,16 +457,25 @@ func (v *Volume) Recovery() Recovery {
 
 // Close writes back every dirty file, writes a checkpoint, marks the volume
 // clean and stops. Nothing written before Close is lost; the next Open
-// reads the checkpoint and replays nothing. Later calls give ErrClosed.
-// Close does not close the device. A volume a device error stopped
-// (Failed) is closed without writing anything, and Close says so.
+// reads the checkpoint and replays nothing. Close is safe to call more
+// than once and concurrently: the first call does the work, and every
+// other waits until it is done and gives ErrClosed. Close does not close
+// the device. A volume a device error stopped (Failed) is closed without
+// writing anything, and Close says so.
 func (v *Volume) Close() error {
-	v.mu.RLock()
-	closed := v.closed
-	v.mu.RUnlock()
-	if closed {
+	first := false
+	v.closeOnce.Do(func() {
+		first = true
+		v.closeErr = v.close()
+	})
+	if !first {
 		return opErr("close", "", ErrClosed)
 	}
+	return v.closeErr
+}
+
+// close is Close's work, done once.
+func (v *Volume) close() error {
 	v.stopCommitter()
 	v.stopFlusher()
 	if v.failed.Load() != nil {

@@ -57,7 +57,8 @@ func (s *space) setCheckpoint(blocks uint64) {
 func (s *space) room(bytes, logUsed uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.allocatable()-s.reserved < s.headroom(logUsed)+2*s.blocks(bytes) {
+	a := s.allocatable()
+	if a-min(a, s.reserved) < s.headroom(logUsed)+2*s.blocks(bytes) {
 		return ErrNoSpace
 	}
 	return nil
@@ -168,7 +169,8 @@ func (s *space) allocatable() uint64 {
 func (s *space) free(logUsed uint64) (free, avail uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	free = s.allocatable() + s.waiting - s.reserved
+	free = s.allocatable() + s.waiting
+	free -= min(free, s.reserved)
 	return free, free - min(free, s.headroom(logUsed))
 }
 

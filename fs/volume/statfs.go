@@ -45,8 +45,19 @@ func (v *Volume) metaRoom(bytes int) error {
 	if err == nil || v.logUsed() == 0 && !v.space.hasPending() {
 		return err
 	}
-	if v.checkpoint(false) != nil {
+	if v.roomCheckpoint() != nil {
 		return err
 	}
 	return v.space.room(uint64(bytes), v.logUsed())
+}
+
+// roomCheckpoint is the checkpoint a request that found no room takes to
+// settle the headroom (v.mu held for writing). The request gets ENOSPC
+// if it fails, so the failure, perhaps the device's, is logged here.
+func (v *Volume) roomCheckpoint() error {
+	err := v.checkpoint(false)
+	if err != nil {
+		v.opts.Logger.WithError(err).Error("checkpoint to make room failed; the request gets ENOSPC")
+	}
+	return err
 }

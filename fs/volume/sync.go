@@ -124,9 +124,17 @@ func (v *Volume) oneCheckpoint() bool {
 }
 
 // Fsync makes ino durable: a file's dirty data is written back first; for
-// a directory (fsyncdir) the log holds everything already. It fails while
-// data written to the file before was lost (ErrLost, see Release).
+// a directory (fsyncdir) the log holds everything already. Fsync of the
+// root directory is Sync: every dirty file written back, then the log
+// made durable. It is the one request that reaches the daemon for a
+// whole mount (the kernel sends FUSE's SYNCFS to virtiofs only, so
+// sync(1) and syncfs(2) do not): `smallfs sync MOUNTPOINT` and coreutils'
+// `sync MOUNTPOINT` send it. It fails while data written to the file
+// before was lost (ErrLost, see Release).
 func (v *Volume) Fsync(ino Ino, datasync bool) error {
+	if ino == RootIno {
+		return v.Sync()
+	}
 	err := v.withData(ino, func(n *inode, fd *fileData) error {
 		return v.fsyncWriteBack(ino, n, fd)
 	})

@@ -11,7 +11,6 @@ import (
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
 	"github.com/smallfs/smallfs/fs/journal"
-	"github.com/smallfs/smallfs/internal/invariants"
 )
 
 // Volume is an open smallfs volume: the whole metadata in memory, the data
@@ -64,8 +63,11 @@ type Volume struct {
 	// failed is set once a device error writing metadata stopped the
 	// volume (failed.go); read without a lock.
 	failed atomic.Pointer[failure]
-	now    func() int64 // the clock, in Unix ns
-	acct   acct
+	// closeOnce runs Close's work once; closeErr is its result.
+	closeOnce sync.Once
+	closeErr  error
+	now       func() int64 // the clock, in Unix ns
+	acct      acct
 
 	recovery Recovery     // what Open did; set before Open returns, then read-only
 	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
@@ -128,11 +130,24 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 				v.freeAfter(physical(n.extents()), seq)
 			}
 		}
-		if err := v.apply(r); err != nil && invariants.Enabled {
-			panic("volume: live transaction does not apply: " + err.Error())
+		if err := v.apply(r); err != nil {
+			return 0, v.failApply(seq, err)
 		}
 	}
 	return seq, nil
+}
+
+// failApply stops the volume after transaction seq, already in the log,
+// did not apply (a bug: commit's callers validate first). The metadata in
+// memory then differs from what the log says, so no later transaction and
+// no checkpoint may be written from it: the volume stops as after a
+// device error writing metadata (fail), reads going on. The log still
+// holds seq, which the next Open meets again. It returns the error, which
+// wraps ErrCorrupt (EIO). v.mu is held for writing.
+func (v *Volume) failApply(seq uint64, err error) error {
+	err = fmt.Errorf("log transaction %d does not apply: %w (%w)", seq, ErrCorrupt, err)
+	v.fail("apply", err)
+	return err
 }
 
 // live returns the live inode ino for a read-only call (v.mu held).
