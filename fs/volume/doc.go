@@ -125,8 +125,12 @@
 // them). A write short of space waits up to a second for the reads
 // holding back the frees it needs (settleFrees), then gets ENOSPC.
 // ReadAt and every other read of file data read the device with the
-// data lock held: frees of a file's blocks take it for writing, so those
-// need no pin.
+// data lock held, and need no pin. Both rest on one rule: every change
+// that drops extents from a file's map (write-back, truncate, punch)
+// holds that file's data lock for writing from before it appends its
+// transaction, and an inode free comes after the last open's Release,
+// which takes it too; a repair that ever drops the extents of a file in
+// use must do the same.
 //
 // Device bytes past the end of a file in its last block are stale; reads
 // stop at the size, and any size increase first makes that block's chunk
