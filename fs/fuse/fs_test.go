@@ -81,6 +81,9 @@ func newTestFS(t testing.TB, configure ...func(*Options)) *testFS {
 	fs := &testFS{fileSystem: newFileSystem(vol, dev, o), vol: vol, reg: reg, errs: errs}
 	t.Cleanup(func() {
 		fs.OnUnmount()
+		if n := vol.PinnedReads(); n != 0 {
+			t.Errorf("%d READ replies not done", n)
+		}
 		for _, p := range vol.Check() {
 			t.Errorf("check: %s", p)
 		}
@@ -871,6 +874,13 @@ func TestZeroCopyRead(t *testing.T) {
 	}
 	if got, _ := res.Bytes(make([]byte, 8192)); !bytes.Equal(got, data[4096:4096+8192]) {
 		t.Errorf("spliced bytes differ from what was written")
+	}
+	if n := vol.PinnedReads(); n != 1 {
+		t.Errorf("%d reads pinned before the reply's Done, want 1", n)
+	}
+	res.Done()
+	if n := vol.PinnedReads(); n != 0 {
+		t.Errorf("%d reads pinned after the reply's Done, want 0", n)
 	}
 	fs.Release(nil, &fuse.ReleaseIn{InHeader: header(out.NodeId), Fh: out.Fh})
 	fs.Forget(out.NodeId, 1)

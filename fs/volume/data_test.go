@@ -290,6 +290,7 @@ func TestReadPlan(t *testing.T) {
 	if !bytes.Equal(got, data[100:5100]) {
 		t.Fatal("device range of the plan holds other bytes")
 	}
+	p.Done()
 	must[int](t)(h.WriteAt([]byte("new"), 200))
 	p = must[ReadPlan](t)(h.ReadPlan(9000, 5000))
 	if p.Len != 0 || len(p.Bytes) != 1000 || !bytes.Equal(p.Bytes[:3], data[9000:9003]) {

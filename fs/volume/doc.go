@@ -40,6 +40,7 @@
 //	fallocate.go   fallocate, SEEK_DATA / SEEK_HOLE
 //	punch.go       hole punching (fallocate PUNCH_HOLE, ZERO_RANGE)
 //	space.go       the allocator, reservations, deferred frees, checkpoint headroom
+//	readpin.go     blocks a read plan may still read: freed, not reused until Done
 //	sync.go        Sync, Fsync, the periodic commit
 //	failed.go      a device error writing metadata stops the volume
 //	statfs.go      StatFS
@@ -114,6 +115,28 @@
 // blocks are never overwritten. Replaced blocks are freed after the commit
 // that dropped them is durable (alloc.FreeDeferred + journal OnDurable), so
 // a crash never shows a torn small file or another file's old data.
+//
+// A read plan (Handle.ReadPlan) of committed data in one extent is a
+// device range its caller reads after the data lock is gone: the FUSE
+// adapter splices it, or reads it into the reply, once the handler has
+// returned. Its blocks may be freed meanwhile (the file rewritten,
+// truncated, punched or deleted), and must not hold another file's bytes
+// by then: the plan pins them until its Done. Frees made durable wait
+// for every read pinned before their commit (readpin.go: an epoch and
+// two reader counts striped by inode, an atomic add at the pin and one
+// at Done, nothing allocated). Commits, checkpoints and write-backs never
+// wait for reads: the frees behind a pinned read just stay unallocatable
+// until it is done, and so do those of every commit after it, so a plan
+// must be done soon (PinnedReads counts those that are not; Close logs
+// them). A write short of space waits up to a second for the reads
+// holding back the frees it needs (settleFrees), then gets ENOSPC.
+// ReadAt and every other read of file data read the device with the
+// data lock held, and need no pin. Both rest on one rule: every change
+// that drops extents from a file's map (write-back, truncate, punch)
+// holds that file's data lock for writing from before it appends its
+// transaction, and an inode free comes after the last open's Release,
+// which takes it too; a repair that ever drops the extents of a file in
+// use must do the same.
 //
 // Device bytes past the end of a file in its last block are stale; reads
 // stop at the size, and any size increase first makes that block's chunk
@@ -257,6 +280,9 @@
 // File data is written with only the data lock held; the metadata lock is
 // then taken briefly to append and apply the record, and never held across
 // a journal Sync.
+//
+// A read plan's Done may be called with any lock held or none: it takes
+// only space.mu, a leaf, and only when a batch of frees waits for it.
 //
 // Volume.mu spins for up to 20 µs before it sleeps, when Go code runs on
 // more than one CPU (spinlock.go): its holds are a few microseconds, and
@@ -409,7 +435,8 @@
 // at write-back), one device write, no device read; at most
 // InlineThreshold bytes, the inode and its inline data and no device
 // write. Read of a committed file: one device read per extent touched,
-// none when inline or dirty.
+// none when inline or dirty; a read plan of one extent adds two atomic
+// adds to it (the pin and its Done).
 // Open: O(records in the checkpoint and in the log since); the checkpoint
 // is read with format.ScanCheckpoint (no allocation per record but the
 // extent maps) and each directory indexed once at its end. 10^6 empty

@@ -156,8 +156,8 @@ func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
 // when it can: one contiguous device range when the bytes are committed in
 // one extent, else the bytes themselves (inline data, dirty data, holes,
 // or a mix). Short at the end of the file; Len 0 and no Bytes at or past it.
-// The device range is read after the call returns: a write-back racing with
-// it may free those blocks, but they are not reused before the next commit.
+// The device range is read after the call returns, with no lock held: its
+// blocks are pinned (readpin.go) until the caller calls the plan's Done.
 func (h *Handle) ReadPlan(off int64, n int) (ReadPlan, error) {
 	if h.closed.Load() || !h.read {
 		return ReadPlan{}, opErr("read", "", ErrBadHandle)
@@ -173,6 +173,9 @@ func (h *Handle) ReadPlan(off int64, n int) (ReadPlan, error) {
 	}
 	k := min(uint64(n), size-uint64(off))
 	if p, ok := h.v.devRange(h.n, h.fd, uint64(off), k); ok {
+		// Pinned before the data lock goes: a free of these blocks
+		// needs the lock for writing, so it comes after the pin.
+		p.gate, p.pin = h.v.space, h.v.space.pinRead(h.ino)
 		return p, nil
 	}
 	b := make([]byte, k)

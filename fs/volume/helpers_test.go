@@ -44,6 +44,9 @@ func newTestVolumeSizeMkfs(t testing.TB, size int64, opts Options, mo MkfsOption
 // too. Problems fail the test and keep the image in a file.
 func closeAndCheck(t testing.TB, v *Volume, dev *device.Mem, opts Options) {
 	t.Helper()
+	if n := v.PinnedReads(); n != 0 {
+		t.Errorf("%d read plans not done at the end of the test", n)
+	}
 	if !checkOK(t, v, dev, "before close") {
 		return
 	}

@@ -489,6 +489,11 @@ func (v *Volume) close() error {
 	if cerr := v.j.Close(); err == nil {
 		err = cerr
 	}
+	if n := v.PinnedReads(); n > 0 {
+		// The frees behind them are lost to this mount only: Open
+		// rebuilds free space from the extents in use.
+		v.opts.Logger.WithField("reads", n).Error("volume closed with read plans not done")
+	}
 	v.acct.release(v)
 	v.space.close()
 	return errors.Join(errWB, err)

@@ -33,11 +33,22 @@ func (v *Volume) syncLog() error {
 	return nil
 }
 
-// settleFrees makes the blocks waiting for a commit allocatable: it
-// syncs the log and, with data sums (where a commit's frees also wait for
-// the next commit, see onDurable), commits once more a transaction that
-// changes nothing, the root's inode record as it stands.
+// settleFrees makes the blocks waiting for a commit allocatable
+// (durableFrees), then waits, up to readWait, for the reads pinned before
+// those frees (readpin.go). No lock but a file's data lock is held.
 func (v *Volume) settleFrees() error {
+	if err := v.durableFrees(); err != nil {
+		return err
+	}
+	v.space.awaitReads(readWait)
+	return nil
+}
+
+// durableFrees makes the frees waiting for a commit durable: it syncs the
+// log and, with data sums (where a commit's frees also wait for the next
+// commit, see onDurable), commits once more a transaction that changes
+// nothing, the root's inode record as it stands.
+func (v *Volume) durableFrees() error {
 	if err := v.syncLog(); err != nil {
 		return err
 	}
