@@ -14,15 +14,15 @@ import (
 	"github.com/smallfs/smallfs/internal/cputime"
 )
 
-// newSpliceFS is newTestFS on an image file: reads of committed extents
-// are answered as device ranges to splice.
+// newSpliceFS is newTestFS on an image file made without block checksums:
+// reads of committed extents are answered as device ranges to splice.
 func newSpliceFS(t testing.TB) *testFS {
 	t.Helper()
 	dev, err := device.Open(filepath.Join(t.TempDir(), "image"), device.Options{Create: true, Size: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := volume.Mkfs(dev, volume.MkfsOptions{}); err != nil {
+	if err := volume.Mkfs(dev, volume.MkfsOptions{NoBlockSums: true}); err != nil {
 		t.Fatal(err)
 	}
 	reg := accounting.NewRegistry()

@@ -3,6 +3,7 @@ package volume
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/smallfs/smallfs/fs/format"
 )
@@ -23,6 +24,11 @@ func (e *ChecksumError) Error() string {
 }
 
 func (e *ChecksumError) Unwrap() error { return ErrChecksum }
+
+// VerifiesReads reports whether the volume checks file data against
+// checksums when it reads it (format.FeatureBlockSums): ReadPlan then
+// never offers a device range, which would be read unchecked.
+func (v *Volume) VerifiesReads() bool { return v.sums != nil }
 
 // readData reads device bytes of file data into p, from devOff, where
 // file offset fileOff lies, and verifies every block it reads against its
@@ -89,4 +95,17 @@ func (v *Volume) reportChecksum(ino Ino, err error) error {
 		WithField("recorded", fmt.Sprintf("%#08x", ce.Want)).
 		Error("file data does not match its checksum: damaged on the device; the read gets EIO (restore the file from a backup)")
 	return err
+}
+
+// Extents returns a copy of the committed extent map of ino, logical
+// blocks to device blocks (none for an inline or empty file): for tools
+// and tests that look at where data lies on the device.
+func (v *Volume) Extents(ino Ino) ([]format.Extent, error) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	n, err := v.live(ino)
+	if err != nil {
+		return nil, opErr("extents", "", err)
+	}
+	return slices.Clone(n.extents()), nil
 }
