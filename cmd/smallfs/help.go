@@ -60,7 +60,7 @@ Flags:
 Exit status: 0 made, 1 failed, 2 usage error.
 `
 
-const fsckHelp = `Usage: smallfs fsck [--repair] [--json] DEVICE
+const fsckHelp = `Usage: smallfs fsck [--repair] [--data] [--json] DEVICE
 
 Checks the smallfs filesystem on DEVICE and reports every problem found:
 directory entries pointing nowhere, wrong link counts, orphan inodes,
@@ -71,6 +71,9 @@ terminal it shows progress while it loads the metadata.
 
 Flags:
   --repair   fix what is safe and write the result
+  --data     also read every block of file data and check it against its
+             checksum, naming each damaged file (damaged data is a
+             problem --repair cannot fix: there is no second copy)
   --json     print the report as JSON
 
 Exit status, as e2fsck(8):

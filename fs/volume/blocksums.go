@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/smallfs/smallfs/accounting"
@@ -18,12 +19,14 @@ import (
 // the blocks in use: 4 bytes and a bit per block, plus a page header. The
 // page table is sized once, for the whole device.
 //
-// Writers (set, clear) hold Volume.mu for writing. Readers verifying a
-// read hold only the file's data lock, which orders them after the
-// write-back that set their blocks' sums; a scrub holds Volume.mu for
-// reading. Every word is read and written atomically, so readers of one
+// Writers (set: a commit, under Volume.mu; clear: a checkpoint taking
+// blocks) take the table's own lock. Readers take none: a read verifying
+// its blocks holds the file's data lock, which orders it after the
+// write-back that set their sums, and nothing clears the sums of blocks a
+// file uses. Every word is read and written atomically, so readers of one
 // block never race writers of a neighbour sharing its word or page.
 type blockSums struct {
+	mu    sync.Mutex // writers
 	pages []atomic.Pointer[sumPage]
 	used  atomic.Int64       // blocks with a sum
 	acct  *accounting.Record // the pages' memory
@@ -56,10 +59,11 @@ func (s *blockSums) release() {
 	}
 }
 
-// set records the sums of blocks [block, block+len(sums)) (Volume.mu held
-// for writing). Blocks past the device are ignored: the records were
+// set records the sums of blocks [block, block+len(sums)). Blocks past the device are ignored: the records were
 // checked against the device when they were loaded.
 func (s *blockSums) set(block uint64, sums []uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i, c := range sums {
 		b := block + uint64(i)
 		pi := b / sumPageBlocks
@@ -99,9 +103,11 @@ func (s *blockSums) get(b uint64) (uint32, bool) {
 	return p.crc[j].Load(), true
 }
 
-// clear drops the sums of blocks [block, block+n) (Volume.mu held for
-// writing), and the pages left empty.
+// clear drops the sums of blocks [block, block+n), and the pages left
+// empty.
 func (s *blockSums) clear(block, n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for b, end := block, block+n; b < end; {
 		pi := b / sumPageBlocks
 		pageEnd := min(end, (pi+1)*sumPageBlocks)
@@ -152,4 +158,43 @@ func (s *blockSums) only(es []alloc.Extent) *blockSums {
 		}
 	}
 	return out
+}
+
+// run finds the first block at or after b that has a sum and returns it
+// with the sums of the blocks from there on that have one without a gap,
+// at most max of them, appended to buf; no sums when there is none.
+func (s *blockSums) run(b, max uint64, buf []uint32) (uint64, []uint32) {
+	start := b
+	for pi := b / sumPageBlocks; pi < uint64(len(s.pages)); pi++ {
+		p := s.pages[pi].Load()
+		if p == nil {
+			if len(buf) > 0 {
+				return start, buf
+			}
+			b = (pi + 1) * sumPageBlocks
+			continue
+		}
+		for j := b % sumPageBlocks; j < sumPageBlocks; j++ {
+			w := p.has[j/64].Load()
+			if len(buf) == 0 && w>>(j%64) == 0 {
+				j = j/64*64 + 63 // nothing from here to the word's end
+				continue
+			}
+			if w&(1<<(j%64)) == 0 {
+				if len(buf) > 0 {
+					return start, buf
+				}
+				continue
+			}
+			if len(buf) == 0 {
+				start = pi*sumPageBlocks + j
+			}
+			buf = append(buf, p.crc[j].Load())
+			if uint64(len(buf)) == max {
+				return start, buf
+			}
+		}
+		b = (pi + 1) * sumPageBlocks
+	}
+	return start, buf
 }

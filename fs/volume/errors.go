@@ -99,6 +99,10 @@ var (
 	// whose bytes on the device do not match their checksum: damaged data
 	// (EIO). Only that read fails; the volume goes on.
 	ErrChecksum = sentinel(syscall.EIO, "data checksum mismatch")
+	// ErrNoChecksums is returned by Scrub on a volume without block
+	// checksums (format.FeatureBlockSums): there is nothing to check data
+	// against (EOPNOTSUPP).
+	ErrNoChecksums = sentinel(syscall.EOPNOTSUPP, "the volume keeps no checksums of file data")
 )
 
 // opErr adds the operation and name to a sentinel, as *fs.PathError does for
