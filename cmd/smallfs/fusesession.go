@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -158,6 +159,9 @@ func (s *fuseSession) Unmount() error        { return s.srv.Unmount() }
 func (s *fuseSession) Abort() error          { return s.srv.Abort() }
 func (s *fuseSession) Sync() error           { return s.vol.Sync() }
 func (s *fuseSession) Remounted(ro bool)     { s.srv.SetReadOnly(ro) }
+func (s *fuseSession) Scrub(ctx context.Context, o volume.ScrubOptions) (volume.ScrubReport, error) {
+	return s.vol.Scrub(ctx, o)
+}
 
 // Close closes the volume (write-back, checkpoint, clean flag), then the
 // device, which drops its lock.

@@ -120,6 +120,31 @@ Exit status: 0 shown, 1 failed (not a smallfs mount, daemon gone), 2 usage
 error.
 `
 
+const scrubHelp = `Usage: smallfs scrub [--rate BYTES] [--resume] [--json] MOUNTPOINT
+
+Has the daemon serving MOUNTPOINT read every block of file data, in the
+order the blocks lie on the device, and check it against the checksum
+it was written with, while the mount serves. It shows progress on a
+terminal and ends with a summary; each damaged block is named with its
+file, and logged by the daemon. Ctrl-C (or SIGTERM) stops it; --resume
+goes on from where the last scrub of the mount stopped. One scrub runs
+at a time. Only root may ask (the daemon's control socket is root's).
+
+Damaged data cannot be mended: with one device there is no second copy.
+Reads of a damaged block fail with EIO; restore the file from a backup.
+smallfs fsck --data does the same on a device that is not mounted.
+
+Flags:
+  --rate BYTES   read at most BYTES a second (K, M, G suffixes), to leave
+                 the device to others (default: as fast as it reads)
+  --resume       go on from where the last scrub stopped
+  --json         print the summary as JSON
+
+Exit status: 0 clean, 4 damaged data found, 8 not done (an error, or
+stopped before the end), 16 usage error. For a cron job or systemd
+timer: OnFailure= catches 4 and 8.
+`
+
 const syncHelp = `Usage: smallfs sync MOUNTPOINT
 
 Commits everything the smallfs mounted on MOUNTPOINT holds: every file's

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -127,6 +128,10 @@ type mounted struct {
 	metrics *control.MetricsServer
 	// background is set in the daemon, whose stderr follows the log file.
 	background bool
+	// scrubbing holds the one scrub that may run at a time; scrubNext is
+	// where the last one stopped (0: it finished, or none ran).
+	scrubbing sync.Mutex
+	scrubNext uint64
 }
 
 // run reports ready once the mount answers, then serves signals until the
