@@ -272,8 +272,8 @@ func (v *Volume) applyBlockSums(r *format.BlockSumsRec) error {
 	switch {
 	case v.sums == nil:
 		return fmt.Errorf("block checksums on a volume without them: %w", ErrCorrupt)
-	case r.Block < v.dataStart || r.Block+uint64(len(r.Sums)) > v.sb.Blocks:
-		return fmt.Errorf("checksums of blocks %d+%d outside the data area [%d, %d): %w", r.Block, len(r.Sums), v.dataStart, v.sb.Blocks, ErrCorrupt)
+	case r.Block < v.dataStart || r.Block+uint64(len(r.Sums)) > v.sums.blocks:
+		return fmt.Errorf("checksums of blocks %d+%d outside the data area [%d, %d): %w", r.Block, len(r.Sums), v.dataStart, v.sums.blocks, ErrCorrupt)
 	}
 	v.sums.set(r.Block, r.Sums)
 	return nil

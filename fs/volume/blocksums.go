@@ -26,10 +26,11 @@ import (
 // file uses. Every word is read and written atomically, so readers of one
 // block never race writers of a neighbour sharing its word or page.
 type blockSums struct {
-	mu    sync.Mutex // writers
-	pages []atomic.Pointer[sumPage]
-	used  atomic.Int64       // blocks with a sum
-	acct  *accounting.Record // the pages' memory
+	mu     sync.Mutex // writers
+	blocks uint64     // of the device
+	pages  []atomic.Pointer[sumPage]
+	used   atomic.Int64       // blocks with a sum
+	acct   *accounting.Record // the pages' memory
 }
 
 // sumPageBlocks is the blocks a page covers: 4 KiB of sums.
@@ -46,7 +47,7 @@ type sumPage struct {
 const sumPageBytes = 4864
 
 func newBlockSums(blocks uint64, acct *accounting.Record) *blockSums {
-	return &blockSums{pages: make([]atomic.Pointer[sumPage], (blocks+sumPageBlocks-1)/sumPageBlocks), acct: acct}
+	return &blockSums{blocks: blocks, pages: make([]atomic.Pointer[sumPage], (blocks+sumPageBlocks-1)/sumPageBlocks), acct: acct}
 }
 
 // release takes the pages out of the accounting (Volume.mu held for
@@ -139,7 +140,7 @@ func (s *blockSums) clear(block, n uint64) {
 // (freed since they were written) are dropped.
 func (s *blockSums) only(es []alloc.Extent) *blockSums {
 	defer s.release()
-	out := &blockSums{pages: make([]atomic.Pointer[sumPage], len(s.pages)), acct: s.acct}
+	out := &blockSums{blocks: s.blocks, pages: make([]atomic.Pointer[sumPage], len(s.pages)), acct: s.acct}
 	var run []uint32
 	for _, e := range es {
 		for b := e.Off; b < e.End(); b++ {
