@@ -12,11 +12,13 @@ import (
 	"github.com/smallfs/smallfs/fs/device"
 )
 
-// TestRoomCheckpointFailureLogged: a write, a fallocate or a new name that
-// finds no room checkpoints once to settle the headroom; when that
-// checkpoint fails (here the device refuses writes) the request still
-// gets ENOSPC, and the failure is logged. It was dropped without a word,
-// hiding a device error behind "no space".
+// TestRoomCheckpointFailureLogged: a write that finds no room checkpoints
+// once to settle the headroom; when that checkpoint fails (here the
+// device refuses writes) the request still gets ENOSPC, and the failure
+// is logged. It was dropped without a word, hiding a device error behind
+// "no space". A device error writing a checkpoint stops the volume
+// (failed.go), so the fallocate and the new name after it are refused as
+// read-only, and the reopened volume is consistent.
 func TestRoomCheckpointFailureLogged(t *testing.T) {
 	mem := device.NewMem(4 << 20)
 	ok(t, Mkfs(mem, MkfsOptions{}))
@@ -44,18 +46,21 @@ func TestRoomCheckpointFailureLogged(t *testing.T) {
 		t.Fatalf("write past the end of the space: %v, want ENOSPC", err)
 	}
 	loggedCheckpoint("write")
-	if err := v.Fallocate(f.Ino, 0, 0, 1<<20); !errors.Is(err, ErrNoSpace) {
-		t.Errorf("fallocate on a full volume: %v, want ENOSPC", err)
+	if v.Failed() == nil {
+		t.Fatal("a failed checkpoint write did not stop the volume")
 	}
-	loggedCheckpoint("fallocate")
-	if _, err := v.Mkdir(root, RootIno, strings.Repeat("d", 255), 0o755); !errors.Is(err, ErrNoSpace) {
-		t.Errorf("mkdir on a full volume: %v, want ENOSPC", err)
+	if err := v.Fallocate(f.Ino, 0, 0, 1<<20); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("fallocate after the volume stopped: %v, want ErrReadOnly", err)
 	}
-	loggedCheckpoint("mkdir")
+	if _, err := v.Mkdir(root, RootIno, strings.Repeat("d", 255), 0o755); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("mkdir after the volume stopped: %v, want ErrReadOnly", err)
+	}
 
 	dev.Heal()
-	ok(t, h.Release())
-	ok(t, v.Close())
+	h.Release()
+	if err := v.Close(); err == nil {
+		t.Error("Close of a stopped volume succeeded")
+	}
 	v, err = Open(mem.Reopen(), Options{CommitInterval: -1})
 	ok(t, err)
 	checkOK(t, v, mem, "after reopen")

@@ -39,8 +39,12 @@ func (v *Volume) logUsed() uint64 {
 // still leave the checkpoint headroom free (see space.headroom). When it
 // does not, and frees wait for a commit or the log holds anything, one
 // checkpoint settles both (the headroom counts the log since the newest
-// checkpoint) and it asks again. v.mu is held for writing.
+// checkpoint) and it asks again. A stopped volume (Failed) refuses
+// first: no room would help. v.mu is held for writing.
 func (v *Volume) metaRoom(bytes int) error {
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	err := v.space.room(uint64(bytes), v.logUsed())
 	if err == nil || v.logUsed() == 0 && !v.space.hasPending() {
 		return err
