@@ -57,12 +57,19 @@ func (c *logCount) count() int {
 
 func newTestFS(t testing.TB, configure ...func(*Options)) *testFS {
 	t.Helper()
-	dev := device.NewMem(64 << 20)
-	if err := volume.Mkfs(dev, volume.MkfsOptions{}); err != nil {
+	return newTestFSOn(t, device.NewMem(64<<20), volume.MkfsOptions{}, volume.Options{}, configure...)
+}
+
+// newTestFSOn is newTestFS on dev, made with mo and opened with vo (lookups
+// tracked, accounting of its own).
+func newTestFSOn(t testing.TB, dev device.Device, mo volume.MkfsOptions, vo volume.Options, configure ...func(*Options)) *testFS {
+	t.Helper()
+	if err := volume.Mkfs(dev, mo); err != nil {
 		t.Fatal(err)
 	}
 	reg := accounting.NewRegistry()
-	vol, err := volume.Open(dev, volume.Options{TrackLookups: true, Accounting: reg})
+	vo.TrackLookups, vo.Accounting = true, reg
+	vol, err := volume.Open(dev, vo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/volume"
 	"github.com/smallfs/smallfs/internal/cputime"
@@ -22,33 +21,8 @@ func newSpliceFS(t testing.TB) *testFS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := volume.Mkfs(dev, volume.MkfsOptions{NoBlockSums: true}); err != nil {
-		t.Fatal(err)
-	}
-	reg := accounting.NewRegistry()
-	vol, err := volume.Open(dev, volume.Options{TrackLookups: true, Accounting: reg, CommitInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := Options{Accounting: reg}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := &testFS{fileSystem: newFileSystem(vol, dev, o), vol: vol, reg: reg, errs: &logCount{}}
-	t.Cleanup(func() {
-		fs.OnUnmount()
-		if n := vol.PinnedReads(); n != 0 {
-			t.Errorf("%d READ replies not done", n)
-		}
-		for _, p := range vol.Check() {
-			t.Errorf("check: %s", p)
-		}
-		if err := vol.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		dev.Close()
-	})
-	return fs
+	t.Cleanup(func() { dev.Close() }) // after the volume's close: cleanups run last first
+	return newTestFSOn(t, dev, volume.MkfsOptions{NoBlockSums: true}, volume.Options{CommitInterval: -1})
 }
 
 // TestSplicedReadKeepsItsBlocks forces the interleaving of a spliced

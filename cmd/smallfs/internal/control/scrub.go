@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"syscall"
 	"time"
 )
 
@@ -83,11 +82,8 @@ func (s *Server) serveScrub(c net.Conn, req ScrubRequest) {
 // last. Cancelling ctx stops the scrub (the daemon remembers where, for
 // ScrubRequest.Resume). dial bounds the connect.
 func Scrub(ctx context.Context, path string, req ScrubRequest, dial time.Duration, progress func(ScrubStatus)) (ScrubStatus, error) {
-	c, err := net.DialTimeout("unix", path, dial)
+	c, err := connect(path, dial)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-			return ScrubStatus{}, fmt.Errorf("%s: %w", path, ErrNoDaemon)
-		}
 		return ScrubStatus{}, err
 	}
 	defer c.Close()

@@ -244,13 +244,20 @@ func order(path string, req request, dial time.Duration) error {
 	return nil
 }
 
+// connect dials the daemon's socket at path: ErrNoDaemon when nobody
+// listens there.
+func connect(path string, dial time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("unix", path, dial)
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+		return nil, fmt.Errorf("%s: %w", path, ErrNoDaemon)
+	}
+	return c, err
+}
+
 // ask sends one request and reads its response.
 func ask(path string, req request, dial, timeout time.Duration) (response, error) {
-	c, err := net.DialTimeout("unix", path, dial)
+	c, err := connect(path, dial)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-			return response{}, fmt.Errorf("%s: %w", path, ErrNoDaemon)
-		}
 		return response{}, err
 	}
 	defer c.Close()
