@@ -60,6 +60,25 @@ Flags:
 Exit status: 0 made, 1 failed, 2 usage error.
 `
 
+const tuneHelp = `Usage: smallfs tune --data-checksums | --no-data-checksums DEVICE
+
+Changes a feature of the smallfs filesystem on DEVICE, which must not be
+mounted.
+
+  --data-checksums     give every block of file data a CRC32C, read from
+                       the device as it is now, so that reads are verified
+                       from then on (images made by mkfs have them). One
+                       pass over the data, with progress on a terminal.
+                       Stopped part way (Ctrl-C, a crash), the image
+                       mounts, reading the blocks not covered yet
+                       unverified; run the command again to finish. An
+                       older smallfs cannot mount the image afterwards.
+  --no-data-checksums  take them away, so that an older smallfs can mount
+                       the image; reads are then not verified
+
+Exit status: 0 done, 1 failed or stopped part way, 2 usage error.
+`
+
 const fsckHelp = `Usage: smallfs fsck [--repair] [--data] [--json] DEVICE
 
 Checks the smallfs filesystem on DEVICE and reports every problem found:

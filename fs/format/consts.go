@@ -52,6 +52,14 @@ const (
 // Superblock flags.
 const (
 	FlagClean uint32 = 1 << 0 // closed cleanly: the checkpoint is complete, skip replay
+	// FlagSumsPartial: the image is being given block checksums
+	// (FeatureBlockSums) and some blocks have none yet: they read
+	// unverified, and a missing checksum is not a problem until the
+	// pass that gives them clears the flag.
+	FlagSumsPartial uint32 = 1 << 1
+	// knownFlags are the flags this version understands; others refuse
+	// the superblock.
+	knownFlags = FlagClean | FlagSumsPartial
 )
 
 // Superblock feature bits (incompatible: a reader that does not know one

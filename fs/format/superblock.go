@@ -19,7 +19,7 @@ type Superblock struct {
 	BlockSize  uint32
 	Blocks     uint64 // filesystem size in blocks
 	Generation uint64 // bumped by every write; slot = Generation % 2
-	Flags      uint32 // FlagClean
+	Flags      uint32 // FlagClean, FlagSumsPartial
 	Checkpoint uint64 // block of the checkpoint header; 0: none (empty volume)
 	Log        BlockRange
 	LogHead    uint64 // block within Log where replay starts
@@ -127,8 +127,8 @@ func (sb *Superblock) check() string {
 	switch {
 	case !ValidBlockSize(sb.BlockSize):
 		return fmt.Sprintf("block size %d", sb.BlockSize)
-	case sb.Flags&^FlagClean != 0:
-		return fmt.Sprintf("unknown flags %#x", sb.Flags)
+	case sb.Flags&^knownFlags != 0:
+		return fmt.Sprintf("unknown flags %#x", sb.Flags&^knownFlags)
 	case sb.Blocks > 1<<63/uint64(sb.BlockSize):
 		return fmt.Sprintf("%d blocks", sb.Blocks)
 	}

@@ -175,9 +175,10 @@ func (c *checker) fileData(ino Ino, n *inode) {
 }
 
 // blockSums checks that every block of extent e of ino has a checksum,
-// on a volume that keeps them.
+// on a volume that keeps them and is not part-way through being given
+// them (v.ckptMu is held: v.sb is stable).
 func (c *checker) blockSums(ino Ino, e format.Extent) {
-	if c.v.sums == nil {
+	if c.v.sums == nil || c.v.sb.Flags&format.FlagSumsPartial != 0 {
 		return
 	}
 	missing := 0
