@@ -27,6 +27,7 @@ const (
 	daemonEnv      = "SMALLFS_TEST_DAEMON_MOUNTPOINT"
 	daemonImageEnv = "SMALLFS_TEST_DAEMON_IMAGE"
 	daemonRDPEnv   = "SMALLFS_TEST_DAEMON_READDIRPLUS"
+	daemonUringEnv = "SMALLFS_TEST_DAEMON_URING" // fs/fuse.UringMode as a number; unset: off
 )
 
 // runDaemon is the daemon's main. It prints "ready" once the mount answers;
@@ -46,6 +47,7 @@ func runDaemon() int {
 	}
 	var opts sfuse.Options
 	fmt.Sscan(os.Getenv(daemonRDPEnv), (*uint8)(&opts.ReadDirPlus))
+	fmt.Sscan(os.Getenv(daemonUringEnv), (*uint8)(&opts.Uring))
 	srv, err := sfuse.Mount(mnt, vol, dev, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "daemon:", err)
@@ -99,14 +101,14 @@ type daemon struct {
 	dir string
 }
 
-// startDaemon serves img on dir from a child process and returns once the
-// mount answers. The child is killed and the mount detached at cleanup if
+// startDaemon serves img on dir from a child process, with env added to
+// its environment, and returns once the mount answers. The child is killed and the mount detached at cleanup if
 // the test has not ended them itself.
-func startDaemon(t testing.TB, img, dir string, rdp sfuse.ReadDirPlus) *daemon {
+func startDaemon(t testing.TB, img, dir string, rdp sfuse.ReadDirPlus, env ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), daemonEnv+"="+dir, daemonImageEnv+"="+img,
-		fmt.Sprintf("%s=%d", daemonRDPEnv, rdp))
+	cmd.Env = append(append(os.Environ(), daemonEnv+"="+dir, daemonImageEnv+"="+img,
+		fmt.Sprintf("%s=%d", daemonRDPEnv, rdp)), env...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -33,6 +33,10 @@
 //   - persist_test.go: unmount and remount, umount(8) from outside, an
 //     aborted connection with a file open, Server.Abort, kill -9 of a
 //     daemon process.
+//   - killcampaign_test.go: kill -9 of the daemon at random moments of a
+//     mixed load with fsynced markers, a file replaced by rename and an
+//     appended log, on one image aged by every iteration; a few in the
+//     suite, more with -kill.iterations, through io_uring with -kill.uring.
 //   - roundtrip_test.go: the exact FUSE requests of each step of a file's
 //     life on a warm mount, in the default and in no-open mode, and the
 //     label queries of ls -l.
