@@ -3,6 +3,7 @@ package device
 import (
 	"errors"
 	"fmt"
+	"github.com/smallfs/smallfs/accounting"
 	"io/fs"
 	"os"
 	"sync/atomic"
@@ -44,6 +45,9 @@ type Options struct {
 	// of an image file are converted write by write, never a region at a
 	// time (see ZeroRegion).
 	NoZeroAhead bool
+	// Accounting receives the device's counters (layer "device").
+	// Default accounting.Default.
+	Accounting *accounting.Registry
 }
 
 // File is a Device backed by an image file or a block device. It reads and
@@ -162,7 +166,11 @@ func setup(f *os.File, path string, opts Options) (d *File, _ error) {
 	}
 	d = &File{f: f, fd: fd, size: size, readOnly: opts.ReadOnly, backing: backing}
 	if st.Mode&unix.S_IFMT == unix.S_IFREG && !opts.ReadOnly && !opts.NoZeroAhead {
-		d.zero = newZeroAhead(fd, size)
+		reg := opts.Accounting
+		if reg == nil {
+			reg = accounting.Default
+		}
+		d.zero = newZeroAhead(fd, size, reg.Layer("device").Counter("zero-ahead-regions"))
 	}
 	return d, nil
 }

@@ -43,9 +43,6 @@ type ZeroAheader interface {
 // millisecond of writing into the page cache, paid once per region.
 const ZeroRegion = 1 << 20
 
-// ctrZeroed counts regions zero-ahead wrote, in every device (stats).
-var ctrZeroed = accounting.Default.Layer("device").Counter("zero-ahead-regions")
-
 // zeroVec is the buffer a region's zeros are written from, repeated in one
 // pwritev.
 var zeroVec = make([]byte, 64<<10)
@@ -66,15 +63,17 @@ type zeroAhead struct {
 	state  []uint8
 	left   atomic.Int64
 	zeroed atomic.Int64 // regions zeroed since Open
+	ctr    *accounting.Counter
 }
 
 // newZeroAhead reads the host's map of fd (after syncing it, so data still
 // in the page cache is not taken for unwritten space) and returns the
 // tracker, or nil when no region is unwritten or the host cannot tell
 // (no FIEMAP: tmpfs, some network filesystems).
-func newZeroAhead(fd uintptr, size int64) *zeroAhead {
+// ctr counts the regions it zeroes, for stats.
+func newZeroAhead(fd uintptr, size int64, ctr *accounting.Counter) *zeroAhead {
 	regions := (size + ZeroRegion - 1) / ZeroRegion
-	z := &zeroAhead{size: size, state: make([]uint8, regions)}
+	z := &zeroAhead{size: size, state: make([]uint8, regions), ctr: ctr}
 	z.cond.L = &z.mu
 	n := int64(0)
 	err := unwrittenExtents(fd, size, func(off, length int64) {
@@ -126,7 +125,7 @@ func (z *zeroAhead) prepare(off, n int64, zero bool, write func(off, end int64) 
 			z.state[r] = regionReady
 			z.left.Add(-1)
 			z.zeroed.Add(1)
-			ctrZeroed.Inc()
+			z.ctr.Inc()
 		}
 		z.cond.Broadcast()
 		z.mu.Unlock()

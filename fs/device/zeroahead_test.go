@@ -2,6 +2,7 @@ package device
 
 import (
 	"bytes"
+	"github.com/smallfs/smallfs/accounting"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -200,7 +201,7 @@ func TestZeroAheadConcurrentWriters(t *testing.T) {
 // A writer into a region another writer is zeroing waits for the zeros,
 // so they cannot land over its data.
 func TestZeroAheadWaitsForZeroing(t *testing.T) {
-	z := &zeroAhead{size: 2 * ZeroRegion, state: []uint8{regionUnwritten, regionUnwritten}}
+	z := &zeroAhead{size: 2 * ZeroRegion, state: []uint8{regionUnwritten, regionUnwritten}, ctr: accounting.NewRegistry().Layer("device").Counter("zero-ahead-regions")}
 	z.cond.L = &z.mu
 	z.left.Store(2)
 	zeroing, release := make(chan struct{}), make(chan struct{})

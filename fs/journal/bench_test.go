@@ -77,7 +77,7 @@ func BenchmarkSync(b *testing.B) {
 	for _, g := range []int{1, 8} {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
 			j := benchJournal(b)
-			commits := ctrCommits.Value()
+			commits := j.stats.commits.Value()
 			var mu sync.Mutex // the volume's metadata lock
 			var wg sync.WaitGroup
 			b.ResetTimer()
@@ -101,7 +101,7 @@ func BenchmarkSync(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			b.ReportMetric(float64(ctrCommits.Value()-commits)/float64(b.N), "commits/op")
+			b.ReportMetric(float64(j.stats.commits.Value()-commits)/float64(b.N), "commits/op")
 		})
 	}
 }

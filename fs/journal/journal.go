@@ -18,6 +18,7 @@ type Journal struct {
 	blocks    uint64 // region length in blocks
 	maxBlocks uint64 // largest chunk that fits an empty log wherever the head is
 	nonce     uint32
+	stats     *stats
 
 	mu   sync.Mutex
 	cond sync.Cond // broadcast when a commit ends or durable advances
@@ -65,6 +66,7 @@ func Open(dev device.Device, opts Options) (*Journal, error) {
 		blocks:    L,
 		maxBlocks: L/2 - 1,
 		nonce:     newNonce(),
+		stats:     newStats(opts.Accounting),
 		nextSeq:   opts.NextSeq,
 		openSeq:   opts.NextSeq,
 		next:      opts.Head.Block,
@@ -137,14 +139,14 @@ func (j *Journal) Append(txn []format.Record) (uint64, error) {
 	seq := j.nextSeq
 	j.nextSeq++
 	j.openTxns++
-	ctrAppends.Inc()
+	j.stats.appends.Inc()
 	return seq, nil
 }
 
 // grown accounts for a reallocation of the open buffer by append.
 func (j *Journal) grown(b []byte) []byte {
 	if old := cap(j.open); cap(b) != old {
-		acctBuffers.Resize(int64(cap(b) - old))
+		j.stats.buffers.Resize(int64(cap(b) - old))
 	}
 	return b
 }
@@ -211,7 +213,7 @@ func (j *Journal) newBuffer() []byte {
 		return b[:format.ChunkHeaderSize]
 	}
 	b := make([]byte, format.ChunkHeaderSize, max(j.bs, 4096))
-	acctBuffers.Alloc(int64(cap(b)))
+	j.stats.buffers.Alloc(int64(cap(b)))
 	return b
 }
 
@@ -221,7 +223,7 @@ func (j *Journal) recycle(cs []sealedChunk) {
 		if len(j.spare) < 4 && cap(c.data) <= 2*j.opts.ChunkSize {
 			j.spare = append(j.spare, c.data)
 		} else {
-			acctBuffers.Free(int64(cap(c.data)))
+			j.stats.buffers.Free(int64(cap(c.data)))
 		}
 	}
 }

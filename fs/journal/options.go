@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/format"
 )
 
@@ -78,6 +80,9 @@ type Options struct {
 	OnDurable func(seq uint64)
 	// Logger receives lifecycle and failure messages; nil discards them.
 	Logger logrus.FieldLogger
+	// Accounting receives the journal's memory and counters (layer
+	// "journal"). Default accounting.Default. Open only.
+	Accounting *accounting.Registry
 }
 
 // fill validates opts and fills defaults, reporting every bad field.
@@ -106,6 +111,9 @@ func (o *Options) fill() error {
 	}
 	if o.ChunkSize == 0 {
 		o.ChunkSize = DefaultChunkSize
+	}
+	if o.Accounting == nil {
+		o.Accounting = accounting.Default
 	}
 	if o.Logger == nil {
 		l := logrus.New()

@@ -19,7 +19,7 @@ func (j *Journal) Sync(seq uint64) error {
 		return fmt.Errorf("journal: sync of sequence %d, last appended %d: %w", seq, j.nextSeq-1, ErrBadArgument)
 	}
 	if j.durable < seq {
-		ctrWaited.Inc()
+		j.stats.waited.Inc()
 	}
 	for j.durable < seq {
 		if j.err != nil {
@@ -75,9 +75,9 @@ func (j *Journal) commit() error {
 // changes, and with Options.DataSums it is never issued: replay checks
 // the last commit's data instead.
 func (j *Journal) write(batch []sealedChunk) error {
-	ctrCommits.Inc()
+	j.stats.commits.Inc()
 	if u, ok := j.dev.(unflushed); j.opts.DataSums || ok && !u.Unflushed() {
-		ctrBarriersSkipped.Inc()
+		j.stats.barriersSkipped.Inc()
 	} else if err := j.flush(); err != nil {
 		return err
 	}
@@ -93,8 +93,8 @@ func (j *Journal) write(batch []sealedChunk) error {
 		if _, err := j.dev.WriteAt(c.data, off); err != nil {
 			return fmt.Errorf("write chunk at log block %d: %w", c.block, err)
 		}
-		ctrChunks.Inc()
-		ctrBytes.Add(int64(len(c.data)))
+		j.stats.chunks.Inc()
+		j.stats.bytes.Add(int64(len(c.data)))
 	}
 	return j.flush()
 }
@@ -104,7 +104,7 @@ func (j *Journal) write(batch []sealedChunk) error {
 type unflushed interface{ Unflushed() bool }
 
 func (j *Journal) flush() error {
-	ctrFlushes.Inc()
+	j.stats.flushes.Inc()
 	if err := j.dev.Flush(); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
@@ -139,14 +139,14 @@ func (j *Journal) Close() error {
 		j.err = ErrClosed
 	}
 	for _, b := range j.spare {
-		acctBuffers.Free(int64(cap(b)))
+		j.stats.buffers.Free(int64(cap(b)))
 	}
 	j.spare = nil
 	for _, c := range j.sealed { // left by a failed journal
-		acctBuffers.Free(int64(cap(c.data)))
+		j.stats.buffers.Free(int64(cap(c.data)))
 	}
 	j.sealed = nil
-	acctBuffers.Free(int64(cap(j.open)))
+	j.stats.buffers.Free(int64(cap(j.open)))
 	j.open = nil
 	return err
 }

@@ -65,7 +65,7 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	v.space.setCheckpoint(blocksIn(v.refs[loaded.Slot].extents))
 	v.j, err = journal.Open(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: nextSeq, Tail: loaded.LogHead,
-		DataSums: v.dataSums, OnDurable: v.onDurable(nextSeq - 1), Logger: opts.Logger,
+		DataSums: v.dataSums, OnDurable: v.onDurable(nextSeq - 1), Logger: opts.Logger, Accounting: opts.Accounting,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
