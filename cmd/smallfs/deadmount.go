@@ -28,7 +28,8 @@ const statfsWait = 5 * time.Second
 
 // isDead reports whether the smallfs mount m is dead. Its control socket
 // answering means a live daemon, and the mount is not touched at all;
-// otherwise statfs on it must fail with ENOTCONN (or ECONNABORTED),
+// otherwise statfs on it must fail with ENOTCONN (or ECONNABORTED, or
+// ECANCELED through io_uring),
 // which the kernel says only of a connection that has been aborted. Anything else (an answer,
 // another error, no answer in time) counts as alive: a live mount is
 // never taken for dead.
@@ -52,7 +53,10 @@ func notConnected(dir string) bool {
 	case err := <-done:
 		// ECONNABORTED: the request was in flight when the connection
 		// was aborted (the daemon was dying as it was asked).
-		return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED)
+		// ECANCELED: a mount served through io_uring whose daemon died
+		// ends the requests queued on its rings so while the kernel
+		// takes them down.
+		return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ECANCELED)
 	case <-time.After(statfsWait):
 		return false
 	}
