@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/internal/cputime"
 )
@@ -528,5 +529,25 @@ func BenchmarkReadVerified(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkBlockSumsMemory reports the heap the checksums of 2^20 blocks
+// in use take (4 GiB of data in 4 KiB blocks), per block.
+func BenchmarkBlockSumsMemory(b *testing.B) {
+	const blocks = 1 << 20
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s := newBlockSums(blocks, accounting.NewRegistry().Layer("fs").Type("block_sums"))
+		sums := make([]uint32, 256)
+		for blk := uint64(0); blk < blocks; blk += 256 {
+			s.set(blk, sums)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/blocks, "heap-B/block")
+		runtime.KeepAlive(s)
 	}
 }

@@ -38,13 +38,15 @@ const sumPageBlocks = 1024
 
 type sumPage struct {
 	has [sumPageBlocks / 64]atomic.Uint64 // bit set: the block has a sum
-	crc [sumPageBlocks]atomic.Uint32
-	n   int // blocks with a sum (writers only)
+	n   int                               // blocks with a sum (writers only)
+	// crc is an allocation of its own, of exactly a size class (4 KiB):
+	// in the struct it would round the page up to 4,864 bytes.
+	crc *[sumPageBlocks]atomic.Uint32
 }
 
-// sumPageBytes is what a page costs, header and allocation rounding
-// included (a 4,224-byte object takes a 4,864-byte size class).
-const sumPageBytes = 4864
+// sumPageBytes is what a page costs: the sums' 4 KiB, and the header's
+// 144-byte size class.
+const sumPageBytes = 4096 + 144
 
 func newBlockSums(blocks uint64, acct *accounting.Record) *blockSums {
 	return &blockSums{blocks: blocks, pages: make([]atomic.Pointer[sumPage], (blocks+sumPageBlocks-1)/sumPageBlocks), acct: acct}
@@ -73,7 +75,7 @@ func (s *blockSums) set(block uint64, sums []uint32) {
 		}
 		p := s.pages[pi].Load()
 		if p == nil {
-			p = new(sumPage)
+			p = &sumPage{crc: new([sumPageBlocks]atomic.Uint32)}
 			s.pages[pi].Store(p)
 			s.acct.Alloc(sumPageBytes)
 		}
