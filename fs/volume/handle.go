@@ -84,7 +84,15 @@ func (v *Volume) open(ino, home Ino, flags uint32) (*Handle, error) {
 	case !n.isReg():
 		return nil, ErrInvalid
 	}
+	if err := damagedData(ino, n); err != nil {
+		return nil, err
+	}
 	acc := flags & syscall.O_ACCMODE
+	if acc != syscall.O_RDONLY {
+		if err := v.frozenErr(); err != nil {
+			return nil, err
+		}
+	}
 	h := &Handle{v: v, ino: ino, n: n, read: acc != syscall.O_WRONLY, write: acc != syscall.O_RDONLY}
 	h.fd = v.attach(n, home)
 	n.opens++

@@ -47,7 +47,7 @@ type inode struct {
 	// its own: 128 bytes fewer (see "# Memory" in doc.go). Otherwise
 	// oneLen is 0 and the map, if any, is x.extents.
 	oneLen  uint16
-	flags   uint8 // in-memory only: inodeLinkable; fills padding
+	flags   uint8 // in-memory only: inodeLinkable, inodeDamaged; fills padding
 	onePhys uint64
 	x       *inodeExt
 }
@@ -60,6 +60,9 @@ const (
 	// inodeLinkable marks an O_TMPFILE inode (no link yet) that Link may
 	// name: it was opened without O_EXCL.
 	inodeLinkable uint8 = 1 << iota
+	// inodeDamaged marks a file whose data fails metaCheck in a volume
+	// opened with Options.OpenDamaged: opening it answers EIO.
+	inodeDamaged
 )
 
 // inodeExt holds what only some inodes have.

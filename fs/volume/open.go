@@ -17,8 +17,9 @@ import (
 // closed cleanly, frees inodes left without links by a crash, rebuilds free
 // space from every extent referenced, and starts the periodic commit. It
 // refuses a device of a newer format version, with two bad superblocks, or
-// whose metadata is inconsistent (an extent map overlapping itself or
-// another, a record naming a missing inode), naming what is wrong. A
+// whose metadata does not load (records that do not apply) or loads but
+// fails its checks (metaCheck: ErrInconsistent, unless
+// Options.OpenDamaged), naming what is wrong and writing nothing. A
 // damaged newest checkpoint is worked around when the older one and the
 // log lose nothing (openOlder, Recovery.Damaged). dev stays the caller's:
 // Close does not close it.
@@ -59,7 +60,8 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	if v.recovery.Damaged != nil {
 		loaded = older
 	}
-	if err := v.rebuildSpace(sb.Blocks); err != nil {
+	damaged, err := v.checkLoaded()
+	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
 	v.space.setCheckpoint(blocksIn(v.refs[loaded.Slot].extents))
@@ -79,9 +81,12 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		v.j.Close()
 		return nil, fmt.Errorf("open: %w", err)
 	}
-	if err := v.freeOrphans(); err != nil {
+	if err := v.freeOrphans(damaged); err != nil {
 		v.j.Close()
 		return nil, fmt.Errorf("open: %w", err)
+	}
+	if damaged != nil {
+		v.openDamaged(damaged.findings)
 	}
 	v.startCommitter()
 	v.startFlusher()
@@ -360,35 +365,66 @@ func (v *Volume) loadCheckpoint(sb *format.Superblock) (format.CheckpointInfo, e
 	return info, nil
 }
 
-// rebuildSpace builds the allocator from every block in use: the
-// superblocks and log, the checkpoints the superblocks name, and the files'
-// extents. Blocks claimed twice are corruption.
-func (v *Volume) rebuildSpace(blocks uint64) error {
+// checkLoaded checks what Open loaded (metaCheck) and builds the
+// allocator from every block in use: the superblocks and log, the
+// checkpoints the superblocks name, and the files' extents. The
+// allocator's build sorts them and finds blocks claimed twice, whose
+// owners sharedBlocks then names. Metadata that fails is refused with an
+// *inconsistentError, or with Options.OpenDamaged kept: the check is
+// returned with its findings (the allocator then holds each block claimed
+// once). Without findings it returns nil.
+func (v *Volume) checkLoaded() (*metaCheck, error) {
+	pr := v.progress(PhaseSpace, v.inodes.used)
+	m := v.checkMeta(false)
 	used := append([]alloc.Extent(nil), v.fixed...)
 	used = append(used, v.ckptExtents()...)
-	pr := v.progress(PhaseSpace, v.inodes.used)
 	v.inodes.all(func(_ Ino, n *inode) bool {
 		used = append(used, physical(n.extents())...)
 		pr.step()
 		return true
 	})
 	pr.end()
-	s, err := newSpace(blocks, v.dataStart, used, v.blockSize)
+	s, err := newSpace(v.sb.Blocks, v.dataStart, used, v.blockSize)
 	if err != nil {
-		return fmt.Errorf("free space: %w (%w)", ErrCorrupt, err)
+		m.findings = append(m.findings, v.sharedBlocks()...)
+		if !slices.ContainsFunc(m.findings, func(f finding) bool { return f.kind == findBlocks }) {
+			m.findings = append(m.findings, finding{Problem: Problem{What: "free space: " + err.Error()}, kind: findBlocks})
+		}
+	}
+	if len(m.findings) == 0 {
+		v.space = s
+		return nil, nil
+	}
+	if !v.opts.OpenDamaged {
+		return nil, &inconsistentError{what: "metadata", findings: m.findings}
+	}
+	if s == nil {
+		if s, err = newSpace(v.sb.Blocks, v.dataStart, union(used, v.sb.Blocks), v.blockSize); err != nil {
+			return nil, fmt.Errorf("free space: %w (%w)", ErrCorrupt, err)
+		}
 	}
 	v.space = s
-	return nil
+	return m, nil
 }
 
 // freeOrphans frees inodes a crash left without links (unlinked while
-// open).
-func (v *Volume) freeOrphans() error {
+// open). In metadata opened damaged it leaves an inode that still has a
+// name, or damaged data, to Repair.
+func (v *Volume) freeOrphans(damage *metaCheck) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	var keep map[Ino]bool
+	if damage != nil {
+		keep = map[Ino]bool{}
+		for _, f := range damage.findings {
+			if f.damagesFile() {
+				keep[f.Ino] = true
+			}
+		}
+	}
 	var orphans []Ino
 	v.inodes.all(func(ino Ino, n *inode) bool {
-		if n.nlink == 0 {
+		if n.nlink == 0 && (damage == nil || damage.found[ino] == 0 && !keep[ino]) {
 			orphans = append(orphans, ino)
 		}
 		return true
@@ -419,6 +455,7 @@ func (v *Volume) freeOrphans() error {
 func (v *Volume) Recovery() Recovery {
 	r := v.recovery
 	r.Orphans = slices.Clone(r.Orphans)
+	r.Inconsistent = slices.Clone(r.Inconsistent)
 	if d := r.Damaged; d != nil {
 		c := *d
 		r.Damaged = &c

@@ -41,6 +41,8 @@ type ckptSnapshot struct {
 	// start it may already have released.
 	cancelled bool
 	saved     int // inodes and directories saved
+	// check, if set, sees every inode and entry encoded (metacheck.go).
+	check *metaCheck
 }
 
 func newSnapshot(limit Ino) *ckptSnapshot {
@@ -136,6 +138,9 @@ func (s *ckptSnapshot) encode(v *Volume, w recordSink, budget int) (bool, error)
 		} else {
 			continue
 		}
+		if s.check != nil {
+			s.check.inode(&img)
+		}
 		if err := img.write(w, &er); err != nil {
 			return false, err
 		}
@@ -157,6 +162,9 @@ func (s *ckptSnapshot) encode(v *Volume, w recordSink, budget int) (bool, error)
 				continue
 			}
 			budget--
+			if s.check != nil {
+				s.check.entry(ino, e)
+			}
 			dr.Ino, dr.Cookie, dr.Name = uint64(e.ino), e.cookie, e.name
 			if err := w.AddDirent(&dr); err != nil {
 				return false, err

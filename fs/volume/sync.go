@@ -87,6 +87,9 @@ func (v *Volume) stopCommitter() {
 // fall back to (openOlder), and on a quiet mount the log takes days to
 // fill half. So the first periodic commit of a mount writes one.
 func (v *Volume) commitNow() error {
+	if v.frozen.Load() != nil { // takes no changes: nothing to commit (the freeze was logged)
+		return nil
+	}
 	if err := v.Sync(); err != nil {
 		return err
 	}

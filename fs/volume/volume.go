@@ -57,8 +57,13 @@ type Volume struct {
 	ckptKick chan struct{} // capacity 1
 	appended uint64
 	closed   bool
-	now      func() int64 // the clock, in Unix ns
-	acct     acct
+	// frozen, when set, says why the volume takes no changes: a
+	// checkpoint its guard refused, or metadata opened damaged
+	// (damaged.go). repairing lets Repair's changes through (v.mu).
+	frozen    atomic.Pointer[freeze]
+	repairing bool
+	now       func() int64 // the clock, in Unix ns
+	acct      acct
 
 	recovery Recovery     // what Open did; set before Open returns, then read-only
 	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
@@ -88,6 +93,9 @@ const logCheckEvery = 64
 func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 	if v.closed {
 		return 0, ErrClosed
+	}
+	if err := v.frozenErr(); err != nil {
+		return 0, err
 	}
 	seq, err := v.j.Append(txn)
 	if errors.Is(err, journal.ErrLogFull) {
