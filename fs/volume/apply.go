@@ -192,8 +192,11 @@ func (v *Volume) applyDirent(r *format.DirentRec) error {
 	// A checkpoint's entry naming a missing inode is loaded as it is, for
 	// metaCheck to report and Repair to remove: the rest of the
 	// checkpoint is still good. (The log is replayed strictly.)
-	if r.Cookie < firstCookie {
-		return corruptf("directory %d: entry %q has reserved cookie %d", r.Parent, r.Name, r.Cookie)
+	if r.Cookie < firstCookie || r.Cookie >= maxCookie {
+		return corruptf("directory %d: entry %q has cookie %d outside [%d, %d)", r.Parent, r.Name, r.Cookie, firstCookie, maxCookie)
+	}
+	if p := d.at(r.Cookie); p >= 0 && d.ents[p].name != "" && d.ents[p].name != r.Name {
+		return corruptf("directory %d: entries %q and %q have the same cookie %d", r.Parent, d.ents[p].name, r.Name, r.Cookie)
 	}
 	if c != nil && c.dirOf() != nil {
 		c.dirOf().parent = Ino(r.Parent)

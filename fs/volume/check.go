@@ -31,7 +31,11 @@ func (v *Volume) Check() []Problem {
 	defer v.ckptMu.Unlock()
 	m := v.checkMeta(true)
 	m.finishBlocks(v.ckptExtents())
-	c := checker{v: v, problems: m.problems(), found: m.found}
+	c := checker{v: v, found: m.found}
+	for _, f := range v.dropped {
+		c.problems = append(c.problems, f.Problem)
+	}
+	c.problems = append(c.problems, m.problems()...)
 	c.memory()
 	c.blocks()
 	return c.problems

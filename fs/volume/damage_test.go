@@ -529,3 +529,74 @@ func TestRepairDanglingEntryInCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenDamagedLeavesOutRecords: both checkpoints hold records that do
+// not apply (an entry in a regular file, an xattr of a missing inode, a
+// name listed twice). No checkpoint loads as it is, so a mount refuses as
+// before; a look or a repair (OpenDamaged) used to find nothing to load
+// either, and now loads the rest, reports each record left out, and
+// Repair writes a checkpoint without them.
+func TestOpenDamagedLeavesOutRecords(t *testing.T) {
+	img := newDamagedImage(t, func(img *damagedImage, recs []format.Record) []format.Record {
+		var dup format.DirentRec
+		for _, r := range recs {
+			if e, ok := r.(format.DirentRec); ok && Ino(e.Parent) == img.dir {
+				dup = e
+			}
+		}
+		dup.Cookie += 100
+		return append(recs,
+			format.XattrSetRec{Ino: 999, Name: "user.x", Value: []byte("v")},
+			format.DirentRec{Parent: uint64(img.files["a"]), Ino: uint64(img.files["b"]), Cookie: 3, Name: "in-a-file"},
+			dup)
+	})
+	_, err := Open(img.dev.Reopen(), Options{CommitInterval: -1})
+	if !errors.Is(err, ErrNoCheckpoint) {
+		t.Fatalf("Open: %v, want ErrNoCheckpoint", err)
+	}
+	v := must[*Volume](t)(Open(img.dev.Reopen(), Options{CommitInterval: -1, OpenDamaged: true}))
+	var found []string
+	for _, p := range v.Check() {
+		found = append(found, p.String())
+	}
+	all := strings.Join(found, "\n")
+	for _, want := range []string{"record for missing inode 999", "record for inode " + itoa(img.files["a"]) + " of the wrong type", "listed twice: the second not loaded"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("Check does not say %q:\n%s", want, all)
+		}
+	}
+	fixed := must[[]Problem](t)(v.Repair())
+	if len(fixed) != 3 {
+		t.Errorf("Repair fixed %v, want the 3 records left out", fixed)
+	}
+	checkOK(t, v, img.dev, "after Repair")
+	ok(t, v.Close())
+	v = must[*Volume](t)(Open(img.dev.Reopen(), Options{CommitInterval: -1}))
+	defer v.Close()
+	checkOK(t, v, img.dev, "after reopening")
+	for _, name := range damagedFiles {
+		if got := must[[]byte](t)(readAll(v, img.files[name])); !bytes.Equal(got, img.data[name]) {
+			t.Errorf("%s changed", name)
+		}
+	}
+}
+
+// TestRepairSizePastLargestFile: a size past MaxFileSize (which writes,
+// truncates and block counts are not made for) is refused, and Repair
+// sets it to the end of the file's data.
+func TestRepairSizePastLargestFile(t *testing.T) {
+	img := newDamagedImage(t, func(img *damagedImage, recs []format.Record) []format.Record {
+		return setInode(t, recs, img.files["a"], func(r *format.InodeRec) { r.Size = 1 << 62 })
+	})
+	_, err := Open(img.dev.Reopen(), Options{CommitInterval: -1})
+	if !errors.Is(err, ErrInconsistent) || !strings.Contains(err.Error(), "past the largest file") {
+		t.Fatalf("Open: %v", err)
+	}
+	v := must[*Volume](t)(Open(img.dev.Reopen(), Options{CommitInterval: -1, OpenDamaged: true}))
+	fixed := must[[]Problem](t)(v.Repair())
+	if len(fixed) != 1 || !strings.Contains(fixed[0].What, "set to 12288, the end of its data") {
+		t.Fatalf("fixed %v", fixed)
+	}
+	checkOK(t, v, img.dev, "after Repair")
+	ok(t, v.Close())
+}

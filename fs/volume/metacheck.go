@@ -70,6 +70,7 @@ const (
 	findData                      // a file's data disagrees with its type or size: the file is damaged
 	findBlocks                    // extents off the data area or claimed twice: the file is damaged
 	findRoot                      // no root directory
+	findRecord                    // a checkpoint record left out of a lenient load (openLenient)
 )
 
 // finding is a Problem and what it is about.
@@ -161,6 +162,9 @@ func (c *metaCheck) inode(img *inodeImage) {
 // size and the device.
 func (c *metaCheck) fileData(ino Ino, img *inodeImage) {
 	size := img.rec.Size
+	if size > MaxFileSize {
+		c.add(findData, ino, "size %d past the largest file, %d", size, uint64(MaxFileSize))
+	}
 	if img.inline != nil && img.extents != nil {
 		c.add(findData, ino, "both inline data and extents")
 	}

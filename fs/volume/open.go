@@ -1,9 +1,11 @@
 package volume
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/smallfs/smallfs/alloc"
@@ -52,6 +54,14 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 			err = &marked{fmt.Errorf("%w; no older checkpoint to fall back to (%s)", damage, why), ErrNoCheckpoint}
 		}
 	}
+	if err != nil && damage != nil && opts.OpenDamaged && !errors.Is(damage.err, format.ErrCorrupt) {
+		// No checkpoint stands in, but the newest one's bytes are sound:
+		// for a look or a repair, load it without the records that do
+		// not apply.
+		if lv, lhead, lnext, lerr := openLenient(dev, opts, sb); lerr == nil {
+			v, head, nextSeq, err = lv, lhead, lnext, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
@@ -69,6 +79,9 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: nextSeq, Tail: loaded.LogHead,
 		DataSums: v.dataSums, OnDurable: v.onDurable(nextSeq - 1), Logger: opts.Logger,
 	})
+	if errors.Is(err, journal.ErrBadArgument) { // the log position the superblock names is impossible
+		err = fmt.Errorf("superblock: %w (%w)", ErrCorrupt, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
@@ -211,6 +224,41 @@ func openOlder(dev device.Device, opts Options, sb, older *format.Superblock, da
 	return v, head, next, nil
 }
 
+// openLenient loads the checkpoint sb names leaving out each record that
+// does not apply (a directory entry in a file, data of a missing inode, a
+// name listed twice, ...), noting it in v.dropped, and replays the log
+// after it. It is the last resort of Options.OpenDamaged, when no
+// checkpoint loads as it is: what it leaves out is reported as a problem,
+// the volume opens damaged, and Repair's fresh checkpoint leaves it out
+// for good.
+func openLenient(dev device.Device, opts Options, sb *format.Superblock) (*Volume, journal.Position, uint64, error) {
+	v := newVolume(dev, opts, sb)
+	v.lenient = true
+	head, next, err := v.load(sb)
+	v.lenient = false
+	if err != nil {
+		return nil, journal.Position{}, 0, err
+	}
+	opts.Logger.WithField("left_out", len(v.dropped)).
+		Warn("no checkpoint loads as it is: loaded the newest without the records that do not apply")
+	return v, head, next, nil
+}
+
+// applyOrDrop is apply for a lenient load (openLenient): a record that
+// does not apply is noted and left out.
+func (v *Volume) applyOrDrop(r format.Record) error {
+	err := v.apply(r)
+	if err == nil || !errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	ino, dir := touches(r)
+	v.dropped = append(v.dropped, finding{
+		Problem: Problem{Ino: cmp.Or(ino, dir), What: "checkpoint record not loaded: " + strings.TrimSuffix(err.Error(), ": "+ErrCorrupt.Error())},
+		kind:    findRecord,
+	})
+	return nil
+}
+
 // lastLogged is the last transaction known committed when the checkpoint
 // sb names does not load: the last one it covers, or the last one the
 // log after its position holds, which is read through without applying
@@ -348,17 +396,32 @@ func (v *Volume) loadCheckpoint(sb *format.Superblock) (format.CheckpointInfo, e
 	v.loading = &dirs
 	defer func() { v.loading = nil }()
 	apply := v.apply
+	if v.lenient {
+		apply = v.applyOrDrop
+	}
 	if v.opts.Progress != nil {
 		pr := v.progress(PhaseCheckpoint, v.checkpointRecords(sb))
 		defer pr.end()
-		apply = func(r format.Record) error { pr.step(); return v.apply(r) }
+		each := apply
+		apply = func(r format.Record) error { pr.step(); return each(r) }
 	}
 	info, err := format.ScanCheckpoint(v.dev, sb.CheckpointLoc(), apply)
 	if err != nil {
 		return info, err
 	}
 	for _, d := range dirs {
-		if err := v.indexLoaded(d.d, d.ino); err != nil {
+		err := v.indexLoaded(d.d, d.ino)
+		if err != nil && v.lenient {
+			for _, name := range d.d.dropDuplicates() {
+				v.acct.dirents.Free(direntBytes + int64(len(name)))
+				v.dropped = append(v.dropped, finding{
+					Problem: Problem{Ino: Ino(d.ino), What: fmt.Sprintf("checkpoint entry %q listed twice: the second not loaded", name)},
+					kind:    findRecord,
+				})
+			}
+			err = v.indexLoaded(d.d, d.ino)
+		}
+		if err != nil {
 			return info, err
 		}
 	}
@@ -384,6 +447,7 @@ func (v *Volume) checkLoaded() (*metaCheck, error) {
 		return true
 	})
 	pr.end()
+	m.findings = append(slices.Clone(v.dropped), m.findings...)
 	s, err := newSpace(v.sb.Blocks, v.dataStart, used, v.blockSize)
 	if err != nil {
 		m.findings = append(m.findings, v.sharedBlocks()...)

@@ -51,7 +51,13 @@ func (v *Volume) Repair() ([]Problem, error) {
 			return r.fixed, opErr("repair", "", err)
 		}
 	}
-	v.thaw()
+	if v.thaw() {
+		// Close writes a checkpoint without what a lenient load left out.
+		for _, f := range v.dropped {
+			r.fixed = append(r.fixed, Problem{Ino: f.Ino, What: f.What + "; left out for good"})
+		}
+		v.dropped = nil
+	}
 	return r.fixed, nil
 }
 

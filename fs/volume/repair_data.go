@@ -139,12 +139,23 @@ func (r *repairer) fileData(ino Ino, n *inode, fs []finding, shared bool, droppe
 	return r.commitData(ino, n, keep, inline, inlineChanged, what)
 }
 
-// commitData commits file ino's mended map and inline data as one fix.
+// commitData commits file ino's mended map and inline data as one fix,
+// and a size past the largest file cut to what the data holds.
 func (r *repairer) commitData(ino Ino, n *inode, es []format.Extent, inline []byte, inlineChanged bool, what []string) error {
+	var txn []format.Record
+	if n.size > MaxFileSize {
+		rec := n.record(ino)
+		rec.Size = uint64(len(inline))
+		if k := len(es) - 1; k >= 0 {
+			rec.Size = (es[k].Logical + es[k].Len) * uint64(r.v.blockSize)
+		}
+		what = append(what, fmt.Sprintf("size %d past the largest file set to %d, the end of its data", n.size, rec.Size))
+		txn = append(txn, rec)
+	}
 	if len(what) == 0 {
 		return nil
 	}
-	txn := []format.Record{format.ExtentsRec{Ino: uint64(ino), Extents: es}}
+	txn = append(txn, format.ExtentsRec{Ino: uint64(ino), Extents: es})
 	if inlineChanged {
 		txn = append(txn, format.InlineRec{Ino: uint64(ino), Data: inline})
 	}

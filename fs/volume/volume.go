@@ -67,6 +67,11 @@ type Volume struct {
 
 	recovery Recovery     // what Open did; set before Open returns, then read-only
 	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
+	// lenient is set while openLenient loads a checkpoint: records that do
+	// not apply are left out, and noted in dropped, which Check reports
+	// until a Repair whose checkpoint leaves them out for good (v.mu).
+	lenient bool
+	dropped []finding
 
 	dirtyMu  sync.Mutex // leaf lock guarding dirty
 	dirty    dirtyQueue // files with something to write back, oldest first
