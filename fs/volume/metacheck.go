@@ -306,13 +306,14 @@ func (c *metaCheck) reaches(ino Ino) {
 	}
 }
 
-// finishBlocks checks that the extents collected, and extra (blocks
-// owned otherwise: checkpoints), claim no block twice; with a live
+// finishBlocks checks that the extents collected, the superblocks and
+// the log, and extra (checkpoints) claim no block twice; with a live
 // volume it names the owners (sharedBlocks) where it can, else the
 // blocks.
 func (c *metaCheck) finishBlocks(extra []alloc.Extent) {
+	c.keys = append(c.keys, packExtent(alloc.Extent{Off: 0, Len: c.dataStart}))
 	for _, e := range extra {
-		if e.End() <= c.blocks && e.Off >= c.dataStart {
+		if e.End() <= c.blocks && e.Len > 0 {
 			c.keys = append(c.keys, packExtent(e))
 		}
 	}
