@@ -192,7 +192,11 @@ func (r *repairer) symlink(ino Ino, n *inode) error {
 }
 
 // freeDropped frees the blocks in dropped that nothing owns any more:
-// not the superblocks and log, not a checkpoint, no file.
+// not the superblocks and log, not a checkpoint, no file. They are free
+// at once, not after the repair's commit: should a crash undo the repair,
+// the claims it dropped fail Open's check again and are never read, and a
+// bogus claim over most of the device must not leave the repair's own
+// checkpoint without room.
 func (r *repairer) freeDropped(dropped []alloc.Extent) error {
 	if len(dropped) == 0 {
 		return nil
@@ -211,8 +215,7 @@ func (r *repairer) freeDropped(dropped []alloc.Extent) error {
 	if len(free) == 0 {
 		return nil
 	}
-	_, seq := v.j.Mark()
-	v.freeAfter(free, seq-1)
+	v.releaseAll(free)
 	return nil
 }
 
