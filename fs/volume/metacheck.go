@@ -20,9 +20,11 @@ import (
 //   - every directory but the root has one name, and the root reaches it
 //     (no cycle); the live volume's ".." agrees with that name;
 //   - a regular file's data is inline or in extents, not both, within its
-//     size; its extent map is sorted and disjoint, and lies in the data
-//     area; no block is claimed by two files, or by a file and a
-//     checkpoint; a symlink's size is its target's; nothing else has data.
+//     size, which is at most MaxFileSize; its extent map is sorted and
+//     disjoint, and lies in the data area; no block is claimed by two
+//     files, or by a file or a checkpoint and the superblocks, the log or
+//     another checkpoint; a symlink's size is its target's; nothing else
+//     has data.
 //
 // It is fed what a checkpoint of the metadata holds, by the traversal that
 // encodes one (ckptSnapshot.encode): every inode in number order with its
@@ -34,12 +36,12 @@ import (
 type metaCheck struct {
 	v         *Volume // the live volume, whose ".." and owners it may consult; nil for a snapshot
 	bs        uint64
-	dataStart uint64   // extents begin at or after it (superblocks and log below)
-	blocks    uint64   // and end at or before it
-	typ       []uint8  // per inode number: its type (mode >> 12), 0 if none; typ* flags above
-	nlink     []uint32 // per inode number: its link count
-	found     []uint32 // per inode number: its links found
-	parent    map[Ino]Ino
+	dataStart uint64      // extents begin at or after it (superblocks and log below)
+	blocks    uint64      // and end at or before it
+	typ       []uint8     // per inode number: its type (mode >> 12), 0 if none; typ* flags above
+	nlink     []uint32    // per inode number: its link count
+	found     []uint32    // per inode number: its links found
+	parent    map[Ino]Ino // each named directory's parent: the directory whose entry names it first
 	// collect gathers every file extent inside the data area (keys, as
 	// alloc packs them) for the disjointness check of finishBlocks.
 	// Open leaves it to the allocator's build, which sorts them anyway.
