@@ -334,7 +334,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 // *checkpointDamage.
 func (v *Volume) loadFrom(sb *format.Superblock) error {
 	info, err := v.loadCheckpoint(sb)
-	if err == nil && v.inodes.get(RootIno) == nil {
+	if root := v.inodes.get(RootIno); err == nil && (root == nil || !root.isDir()) {
 		err = fmt.Errorf("checkpoint has no root directory: %w", ErrCorrupt)
 	}
 	if err != nil {
