@@ -24,9 +24,9 @@ import (
 // every transaction since the last good checkpoint, and the next Open
 // refuses that state in turn, pointing at fsck --repair.
 //
-// Cost: one more pass over what the checkpoint encodes, flat arrays of
-// about 10 bytes per inode number and a sort of 8 bytes per extent
-// (BenchmarkCheckpointGuard).
+// Cost: one more look at each inode and entry the checkpoint encodes,
+// flat arrays of 9 bytes per inode number and a sort of 8 bytes per
+// extent (BenchmarkCheckpointEncode, guard=true; docs/PERFORMANCE.md).
 
 // verifyCheckpoint finishes the check c of a checkpoint written and not
 // yet current; draft is its blocks when they may be compared with the

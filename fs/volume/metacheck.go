@@ -96,11 +96,15 @@ func newMetaCheck(v *Volume, limit Ino, collect, snapshot bool) *metaCheck {
 	if snapshot {
 		live = nil
 	}
-	return &metaCheck{
+	c := &metaCheck{
 		v: live, bs: uint64(v.blockSize), dataStart: v.dataStart, blocks: v.sb.Blocks,
 		typ: make([]uint8, limit), nlink: make([]uint32, limit), found: make([]uint32, limit),
 		parent: map[Ino]Ino{}, collect: collect,
 	}
+	if collect { // most files have one extent: grown by doubling, the keys would cost twice
+		c.keys = make([]uint64, 0, v.inodes.used+uint64(len(v.refs[0].extents)+len(v.refs[1].extents))+8)
+	}
+	return c
 }
 
 func (c *metaCheck) add(kind findingKind, ino Ino, format string, args ...any) {
