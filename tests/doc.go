@@ -41,7 +41,13 @@
 //     writers and remount run in both modes.
 //   - tmpfile_test.go: O_TMPFILE, linkat of it and O_EXCL, in both modes.
 //   - mountflags_test.go: generic mount flags in force at mount time.
+//   - killpriv_test.go: each call that clears set-user-ID, set-group-ID
+//     and file capabilities, made as uid 65534 by a copy of the test
+//     binary, then the file executed as that user, on both transports and
+//     in no-open mode; fallocate by root with and without CAP_FSETID.
 //   - concurrency_test.go: writers, readers and renamers at once.
+//   - overlay_test.go: overlayfs with its upper and work directories on
+//     smallfs (RENAME_WHITEOUT, trusted.overlay.* xattrs, copy-up).
 //   - fsx_test.go: an fsx-style exerciser (random pwrite, pread, ftruncate,
 //     mmap, fallocate, O_APPEND, copy_file_range, fsync, reopen against a
 //     model, a remount between phases) on both transports, run in a child

@@ -116,11 +116,18 @@ func damageLogChunk(t *testing.T, path string, n int) {
 	}
 }
 
-// TestFsckLogDamaged: after a crash, a chunk in the middle of the log is
-// damaged. A mount refuses, pointing at fsck --repair; fsck reports the
-// committed transactions lost (exit 4); info shows it; fsck --repair
-// salvages what is before the damage (exit 1), and then all is clean.
+// TestFsckLogDamaged: after a crash, the first chunk replay reads, or
+// one in the middle of the log, is damaged. A mount refuses, pointing at
+// fsck --repair; fsck reports the committed transactions lost (exit 4);
+// info shows it; fsck --repair salvages what is before the damage (exit
+// 1), and then all is clean.
 func TestFsckLogDamaged(t *testing.T) {
+	for _, chunk := range []int{0, 1} {
+		t.Run(fmt.Sprint("chunk", chunk), func(t *testing.T) { testFsckLogDamaged(t, chunk) })
+	}
+}
+
+func testFsckLogDamaged(t *testing.T, chunk int) {
 	dir := t.TempDir()
 	img := filepath.Join(dir, "logdamage.img")
 	crashAfter(t, img, func(vol *volume.Volume) func() {
@@ -137,7 +144,7 @@ func TestFsckLogDamaged(t *testing.T) {
 		}
 		return func() {}
 	})
-	damageLogChunk(t, img, 1)
+	damageLogChunk(t, img, chunk)
 
 	// What a mount does with it (openSession).
 	dev, err := device.Open(img, device.Options{})
@@ -148,7 +155,7 @@ func TestFsckLogDamaged(t *testing.T) {
 	dev.Close()
 
 	if msg := volumeError(img, err); err == nil || !strings.Contains(msg.Error(), "damaged filesystem") || !strings.Contains(msg.Error(), "run smallfs fsck --repair") {
-		t.Fatalf("mount of a log damaged midway: %v", msg)
+		t.Fatalf("mount of a log damaged at chunk %d: %v", chunk, msg)
 	}
 
 	lost := "metadata log damaged at log block"
@@ -183,7 +190,7 @@ func TestCutShortImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("image is %%d bytes but the filesystem is %d bytes: it was cut short; grow it back with truncate -s %d", fixtureSize, fixtureSize)
+	want := fmt.Sprintf("image is %%d bytes but the filesystem is %d bytes: it was cut short; truncate -s %d brings back its size, not the data cut off", fixtureSize, fixtureSize)
 	for _, size := range []int{1 << 20, 32 << 10} {
 		if err := os.WriteFile(img, whole[:size], 0o644); err != nil {
 			t.Fatal(err)

@@ -22,10 +22,10 @@ func quiet() logrus.FieldLogger {
 	return l
 }
 
-// makeFilesystem writes an empty filesystem on dev whose root directory
-// owner owns.
-func makeFilesystem(dev device.Device, blockSize uint32, force bool, owner rootOwner) error {
-	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: blockSize, Force: force, RootUid: owner.uid, RootGid: owner.gid})
+// makeFilesystem writes an empty filesystem on dev as o says.
+func makeFilesystem(dev device.Device, o *mkfsOpts) error {
+	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: uint32(o.blockSize), Force: o.force, RootUid: o.owner.uid, RootGid: o.owner.gid,
+		NoBlockSums: o.noChecksums})
 	if err != nil {
 		return explain(err, "%s", strings.TrimPrefix(err.Error(), "mkfs: "))
 	}

@@ -213,25 +213,78 @@ func (c *CrashDevice) CrashAt(point int, mode CrashMode) (*Mem, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.hist == nil {
-		return nil, fmt.Errorf("crash device: CrashAt without KeepHistory: %w", errors.ErrUnsupported)
-	}
-	if point < 0 || point > len(c.hist.batches) {
-		return nil, fmt.Errorf("crash device: flush point %d outside [0, %d]: %w", point, len(c.hist.batches), ErrOutOfRange)
-	}
-	img := append([]byte(nil), c.hist.base...)
-	for _, b := range c.hist.batches[:point] {
-		survive(img, b, KeepUnflushed, nil)
-	}
-	inFlight := c.pending
-	if point < len(c.hist.batches) {
-		inFlight = c.hist.batches[point]
+	img, inFlight, err := c.imageAt(point)
+	if err != nil {
+		return nil, err
 	}
 	// The stream depends on the point and mode only, so a given crash is
 	// the same whatever order a test enumerates them in.
 	rng := rand.New(rand.NewPCG(uint64(c.seed), 1<<63|uint64(point)<<8|uint64(mode)))
 	survive(img, inFlight, mode, rng)
 	return NewMemFrom(img), nil
+}
+
+// InFlight is the number of writes in flight at flush point: those
+// CrashAt treats by its mode, and CrashAfter keeps a prefix of.
+func (c *CrashDevice) InFlight(point int) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkPoint(point); err != nil {
+		return 0, err
+	}
+	if point < len(c.hist.batches) {
+		return len(c.hist.batches[point]), nil
+	}
+	return len(c.pending), nil
+}
+
+// CrashAfter returns the image of a power cut just after flush point with
+// exactly the first keep writes in flight on the device, in completion
+// order, and with torn the next one torn (a random proper subset of its
+// sectors, as TearOne). Iterating keep over [0, InFlight(point)] crashes
+// after every write.
+func (c *CrashDevice) CrashAfter(point, keep int, torn bool) (*Mem, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img, inFlight, err := c.imageAt(point)
+	if err != nil {
+		return nil, err
+	}
+	if keep < 0 || keep > len(inFlight) || torn && keep == len(inFlight) {
+		return nil, fmt.Errorf("crash device: %d of %d writes in flight (torn %v): %w", keep, len(inFlight), torn, ErrOutOfRange)
+	}
+	survive(img, inFlight[:keep], KeepUnflushed, nil)
+	if torn {
+		tear(img, inFlight[keep], rand.New(rand.NewPCG(uint64(c.seed), uint64(point)<<20|uint64(keep))))
+	}
+	return NewMemFrom(img), nil
+}
+
+// imageAt is the durable image at flush point and the writes in flight
+// there (c.mu held).
+func (c *CrashDevice) imageAt(point int) ([]byte, []write, error) {
+	if err := c.checkPoint(point); err != nil {
+		return nil, nil, err
+	}
+	img := append([]byte(nil), c.hist.base...)
+	for _, b := range c.hist.batches[:point] {
+		survive(img, b, KeepUnflushed, nil)
+	}
+	if point < len(c.hist.batches) {
+		return img, c.hist.batches[point], nil
+	}
+	return img, c.pending, nil
+}
+
+// checkPoint reports a flush point CrashAt cannot rebuild (c.mu held).
+func (c *CrashDevice) checkPoint(point int) error {
+	if c.hist == nil {
+		return fmt.Errorf("crash device: a crash at a flush point without KeepHistory: %w", errors.ErrUnsupported)
+	}
+	if point < 0 || point > len(c.hist.batches) {
+		return fmt.Errorf("crash device: flush point %d outside [0, %d]: %w", point, len(c.hist.batches), ErrOutOfRange)
+	}
+	return nil
 }
 
 // survive applies to img the part of ws that mode keeps.

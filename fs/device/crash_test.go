@@ -213,3 +213,50 @@ func ExampleCrashDevice() {
 	fmt.Printf("%q %q\n", m.Bytes()[:7], m.Bytes()[100:104])
 	// Output: "durable" "\x00\x00\x00\x00"
 }
+
+// TestCrashAfterEveryWrite: CrashAfter keeps exactly the first k writes
+// in flight at a flush point, in completion order; torn, the next one is
+// partly there: some of its sectors, never all.
+func TestCrashAfterEveryWrite(t *testing.T) {
+	c := NewCrash(64<<10, 7)
+	c.KeepHistory()
+	w := func(off int64, b byte) {
+		if _, err := c.WriteAt(bytes.Repeat([]byte{b}, 4*SectorSize), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w(0, 1)
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	w(4096, 2)
+	w(8192, 3)
+	w(4096, 4) // overwrites the first write in flight
+	if n, err := c.InFlight(1); err != nil || n != 3 {
+		t.Fatalf("InFlight(1) = %d, %v; want 3", n, err)
+	}
+	if n, err := c.InFlight(0); err != nil || n != 1 {
+		t.Fatalf("InFlight(0) = %d, %v; want 1", n, err)
+	}
+	at := func(img *Mem, off int64) byte { return img.Bytes()[off] }
+	for keep, want := range [][2]byte{{0, 0}, {2, 0}, {2, 3}, {4, 3}} {
+		img, err := c.CrashAfter(1, keep, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at(img, 0) != 1 || at(img, 4096) != want[0] || at(img, 8192) != want[1] {
+			t.Errorf("keep %d: blocks read %d %d %d, want 1 %d %d", keep, at(img, 0), at(img, 4096), at(img, 8192), want[0], want[1])
+		}
+	}
+	img, err := c.CrashAfter(1, 1, true) // the write of 3s torn
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := bytes.Count(img.Bytes()[8192:8192+4*SectorSize], []byte{3})
+	if n == 0 || n == 4*SectorSize || n%SectorSize != 0 {
+		t.Errorf("torn write: %d of its %d bytes landed, want some whole sectors", n, 4*SectorSize)
+	}
+	if _, err := c.CrashAfter(1, 3, true); !errors.Is(err, ErrOutOfRange) {
+		t.Errorf("tearing past the last write: %v, want ErrOutOfRange", err)
+	}
+}

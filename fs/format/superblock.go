@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/smallfs/smallfs/fs/device"
 )
@@ -18,13 +19,25 @@ type Superblock struct {
 	BlockSize  uint32
 	Blocks     uint64 // filesystem size in blocks
 	Generation uint64 // bumped by every write; slot = Generation % 2
-	Flags      uint32 // FlagClean
+	Flags      uint32 // FlagClean, FlagSumsPartial
 	Checkpoint uint64 // block of the checkpoint header; 0: none (empty volume)
 	Log        BlockRange
 	LogHead    uint64 // block within Log where replay starts
 	LogSeq     uint64 // sequence number of the first transaction to replay
 	LogPrev    uint32 // checksum chain value of the chunk before LogHead
 	NextIno    uint64 // hint: no inode number at or above it is in use
+
+	// LogDurable and LogWriter tell damage at the start of replay from
+	// the end of the log. Every transaction below LogDurable was durable
+	// when this superblock was written (replayed by the mount that wrote
+	// it, or committed), so a chain that ends before it is damaged; the
+	// journal instance whose chunks carry the nonce LogWriter appends from
+	// there on, so its later commits witness damage to the chunks before
+	// them. LogWriter 0: not recorded (images written before the fields);
+	// LogDurable is then LogSeq. Stored as a 32-bit count above LogSeq,
+	// capped: a lower bound stays true.
+	LogDurable uint64
+	LogWriter  uint32
 
 	// Slot is where ReadSuperblock found this copy (0 = A, 1 = B); not
 	// stored.
@@ -60,9 +73,9 @@ func (sb *Superblock) Encode(b []byte) {
 	le.PutUint64(b[88:], sb.LogHead)
 	le.PutUint64(b[96:], sb.LogSeq)
 	le.PutUint32(b[104:], sb.LogPrev)
-	le.PutUint32(b[108:], 0)
+	le.PutUint32(b[108:], sb.LogWriter)
 	le.PutUint64(b[112:], sb.NextIno)
-	le.PutUint32(b[120:], 0)
+	le.PutUint32(b[120:], uint32(min(sb.LogDurable-min(sb.LogDurable, sb.LogSeq), math.MaxUint32)))
 	le.PutUint32(b[124:], Checksum(b[:124]))
 }
 
@@ -95,6 +108,11 @@ func DecodeSuperblock(b []byte) (*Superblock, error) {
 	sb.LogSeq = le.Uint64(b[96:])
 	sb.LogPrev = le.Uint32(b[104:])
 	sb.NextIno = le.Uint64(b[112:])
+	sb.LogWriter = le.Uint32(b[108:])
+	sb.LogDurable = sb.LogSeq + uint64(le.Uint32(b[120:]))
+	if sb.LogDurable < sb.LogSeq {
+		return nil, fmt.Errorf("format: superblock log seq %d overflows: %w", sb.LogSeq, ErrCorrupt)
+	}
 	if unknown := sb.Features &^ KnownFeatures; unknown != 0 {
 		return nil, fmt.Errorf("format: superblock features %#x: %w", unknown, ErrUnknownFeature)
 	}
@@ -109,8 +127,8 @@ func (sb *Superblock) check() string {
 	switch {
 	case !ValidBlockSize(sb.BlockSize):
 		return fmt.Sprintf("block size %d", sb.BlockSize)
-	case sb.Flags&^FlagClean != 0:
-		return fmt.Sprintf("unknown flags %#x", sb.Flags)
+	case sb.Flags&^knownFlags != 0:
+		return fmt.Sprintf("unknown flags %#x", sb.Flags&^knownFlags)
 	case sb.Blocks > 1<<63/uint64(sb.BlockSize):
 		return fmt.Sprintf("%d blocks", sb.Blocks)
 	}
@@ -200,8 +218,9 @@ func ReadSuperblocks(dev device.Device) (cur, other *Superblock, err error) {
 
 // ShrunkError is ReadSuperblock's error for a device smaller than the
 // filesystem on it: an image file cut short (copied onto a full disk,
-// truncated by mistake). Nothing past the end is readable, but growing the
-// file back brings back whatever the cut did not destroy. It wraps
+// truncated by mistake). Nothing past the end is readable; growing the
+// file back brings back its size, and past the cut zeros, not the data
+// that was there. It wraps
 // ErrNoValidSuperblock and ErrCorrupt, which it replaces: neither slot
 // describes the device as it is.
 type ShrunkError struct {
@@ -210,7 +229,7 @@ type ShrunkError struct {
 }
 
 func (e *ShrunkError) Error() string {
-	return fmt.Sprintf("image is %d bytes but the filesystem is %d bytes: it was cut short; grow it back with truncate -s %d", e.Size, e.Want, e.Want)
+	return fmt.Sprintf("image is %d bytes but the filesystem is %d bytes: it was cut short; truncate -s %d brings back its size, not the data cut off", e.Size, e.Want, e.Want)
 }
 
 func (e *ShrunkError) Unwrap() []error { return []error{ErrNoValidSuperblock, ErrCorrupt} }

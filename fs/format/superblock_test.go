@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"syscall"
@@ -20,6 +21,46 @@ func testSuperblock() *Superblock {
 		LogSeq:    77,
 		LogPrev:   0xdeadbeef,
 		NextIno:   2,
+		// LogDurable is stored as a count above LogSeq.
+		LogDurable: 77 + 12345,
+		LogWriter:  0xfeedface,
+	}
+}
+
+// TestSuperblockLogDurable: LogDurable below LogSeq (not recorded) reads
+// as LogSeq, and a count past 32 bits is capped, which keeps it a lower
+// bound; an image written before the fields reads as nothing recorded.
+func TestSuperblockLogDurable(t *testing.T) {
+	for _, c := range []struct{ durable, want uint64 }{
+		{0, 77},
+		{76, 77},
+		{77 + 1<<32 + 5, 77 + 1<<32 - 1},
+	} {
+		sb := testSuperblock()
+		sb.Version, sb.LogDurable = FormatVersion, c.durable
+		b := make([]byte, SuperblockSize)
+		sb.Encode(b)
+		got, err := DecodeSuperblock(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.LogDurable != c.want {
+			t.Errorf("LogDurable %d read back as %d, want %d", c.durable, got.LogDurable, c.want)
+		}
+	}
+	b := make([]byte, SuperblockSize)
+	sb := testSuperblock()
+	sb.Version = FormatVersion
+	sb.Encode(b)
+	clear(b[108:112])
+	clear(b[120:124])
+	binary.LittleEndian.PutUint32(b[124:], Checksum(b[:124]))
+	got, err := DecodeSuperblock(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LogWriter != 0 || got.LogDurable != got.LogSeq {
+		t.Errorf("superblock without the fields: writer %d, durable %d, seq %d", got.LogWriter, got.LogDurable, got.LogSeq)
 	}
 }
 
@@ -216,7 +257,7 @@ func TestSuperblockShrunkImage(t *testing.T) {
 		if !errors.As(err, &shrunk) || shrunk.Size != int64(size) || shrunk.Want != 1<<20 || !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("image cut to %d bytes: %v", size, err)
 		}
-		if want := "it was cut short; grow it back with truncate -s 1048576"; !strings.Contains(err.Error(), want) {
+		if want := "it was cut short; truncate -s 1048576 brings back its size, not the data cut off"; !strings.Contains(err.Error(), want) {
 			t.Errorf("image cut to %d bytes: %q does not say %q", size, err, want)
 		}
 	}

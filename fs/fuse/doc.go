@@ -57,10 +57,10 @@
 // unless noatime or strictatime; nodiratime for directories). Reads the
 // page cache answers do not reach the daemon and do not count.
 //
-// Security labels and ACLs are not supported unless Options.SecurityLabels:
-// every xattr call in the security. and system.posix_acl_ namespaces fails
-// with EOPNOTSUPP without reaching the volume, as on a filesystem built
-// without them. "Unsupported" rather than "absent" lets ls -l stop asking
+// Security labels are not supported unless Options.SecurityLabels, and
+// POSIX ACLs never are (the kernel would store them without enforcing
+// them): every xattr call in those namespaces fails with EOPNOTSUPP
+// without reaching the volume, as on a filesystem built without them. "Unsupported" rather than "absent" lets ls -l stop asking
 // after the first entry (2 GETXATTRs per listing instead of 2 per entry);
 // the first write to an inode still costs one GETXATTR
 // "security.capability", which the kernel asks regardless.
@@ -92,6 +92,23 @@
 // the kernel would have failed; mount with default_permissions where such
 // processes must be held to mode bits.
 //
+// Privileges go as on a local filesystem (killpriv.go): a write,
+// truncate, O_TRUNC open or fallocate by a caller without CAP_FSETID,
+// and every chown of a non-directory, clear set-user-ID, set-group-ID
+// when the group may execute, and the file capability. The volume clears
+// them on disk; the kernel, which caches the mode for the attribute
+// timeout and takes set-user-ID from that cache at exec, learns it before
+// the call returns: from the reply of a SETATTR, and from a
+// NOTIFY_INVAL_INODE (attributes only) the adapter sends before it
+// replies to a WRITE, OPEN or CREATE with O_TRUNC, or FALLOCATE that
+// cleared something. Nothing is sent when there was nothing to clear. The
+// kernel does not say whether a fallocate's caller holds CAP_FSETID: the
+// adapter clears unless the caller is uid 0 with it (read from
+// /proc/PID/status), so a caller other than root that holds it loses bits
+// ext4 would keep. Set-group-ID without group execute stays on a write or
+// chown by a caller outside the file's group, where Linux 6 clears it:
+// without group execute the bit grants nothing at exec.
+//
 // # Errors
 //
 // Volume errors wrap a syscall.Errno (often under %w layers); status in
@@ -101,7 +118,11 @@
 // operation for the rest of the mount. An error without an errno becomes
 // EIO and is logged with the operation and inode; so is every EIO (a bad
 // device or corrupt metadata). A negative LOOKUP is not an error: it is
-// answered as a negative entry the kernel may cache.
+// answered as a negative entry the kernel may cache. Device errors reach
+// the request that needed the device (READ, WRITE, FSYNC, FLUSH under
+// FlushOnClose); after a device error writing metadata the volume answers
+// every change EROFS and every FSYNC EIO until it is mounted again
+// (volume doc, "# Device errors"; fault_test.go shows it through a mount).
 //
 // # Caching
 //
@@ -132,9 +153,9 @@
 // O_TRUNC travels with OPEN (ATOMIC_O_TRUNC) instead of costing a SETATTR
 // first. Privileges are cleared by the server (HANDLE_KILLPRIV_V2: the
 // adapter passes the kernel's flags to the volume, which clears them in the
-// same transaction as the write or change; see killpriv.go), so the kernel
-// stops asking for security.capability before every write to a cached
-// inode. Not negotiated, deliberately: the writeback cache (the kernel
+// same transaction as the write or change, and tells the kernel when it
+// did; see "# Permissions" and killpriv.go), so the kernel stops asking
+// for security.capability before every write to a cached inode. Not negotiated, deliberately: the writeback cache (the kernel
 // would own mtime and size and send writes long after close). No-open is an
 // option, below. docs/FUSE.md has the measurements behind each choice.
 //
@@ -189,10 +210,20 @@
 // # Reads
 //
 // A read that the volume maps to one contiguous device extent is answered
-// with fuse.ReadResultFd on the device's descriptor at the physical offset:
-// go-fuse splices it to the kernel without copying through user space.
+// with a devRead (devread.go) on the device's descriptor at the physical
+// offset: go-fuse splices it to the kernel without copying through user
+// space, or, where it does not splice (the rings' ProtocolServer, a
+// splice that failed), preads it straight into the reply buffer. The
+// range is read after the handler has returned, so the volume's read
+// plan pins its blocks (volume.ReadPlan) until go-fuse calls the reply's
+// Done, once the reply is written or dropped; a block freed meanwhile is
+// not reused before that, and the reply never carries another file's
+// bytes. go-fuse calls Done on every path of both transports for a reply
+// with a payload and an OK status, which is the only kind Read returns.
+// The replies are pooled: a READ allocates nothing of its own.
 // Inline files, dirty data and holes are answered from the volume's memory.
-// Without a device descriptor (device.Mem), reads copy through ReadAt.
+// Without a device descriptor (device.Mem), reads copy through ReadAt,
+// which reads the device under the file's data lock.
 //
 // # Transports
 //
@@ -206,7 +237,9 @@
 // request until each queue has one. A fuse.ProtocolServer over the same
 // fileSystem decodes the rings' requests, set up with the INIT the
 // kernel sent; go-fuse's server goes on reading FORGET and INTERRUPT,
-// which the kernel still sends through /dev/fuse. The descriptor the
+// which the kernel still sends through /dev/fuse; notifications to the
+// kernel (killpriv.go) are written there too, which the kernel accepts
+// whatever carries the requests. The descriptor the
 // rings use is a duplicate of go-fuse's, taken through reflection
 // (ringtransport.go), as go-fuse v2.12.1 does not export it.
 //

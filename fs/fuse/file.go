@@ -40,8 +40,15 @@ func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, 
 	ctx := caller(&in.InHeader)
 	a, h, err := fs.vol.Create(ctx, volume.Ino(in.NodeId), name, in.Mode, in.Flags)
 	if err == nil && in.OpenFlags&fuse.OPEN_KILL_SUIDGID != 0 {
-		// An existing file opened with O_TRUNC.
-		if a, err = fs.killPrivOpen(ctx, a.Ino); err != nil {
+		// An existing file opened with O_TRUNC. The entry carries the
+		// new mode, but the kernel may drop it (a write to the inode
+		// under another name in flight): the notification is not
+		// skipped.
+		var cleared bool
+		if cleared, err = fs.killPriv(a.Ino); cleared && err == nil {
+			a, err = fs.vol.GetAttr(a.Ino)
+		}
+		if err != nil {
 			h.Release()
 		}
 	}
@@ -63,7 +70,8 @@ func (fs *fileSystem) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	}
 	h, err := fs.vol.OpenFile(volume.Ino(in.NodeId), in.Flags)
 	if err == nil && in.Mode&fuse.OPEN_KILL_SUIDGID != 0 {
-		if _, err = fs.killPrivOpen(caller(&in.InHeader), volume.Ino(in.NodeId)); err != nil {
+		// O_TRUNC by a caller without CAP_FSETID.
+		if _, err = fs.killPriv(volume.Ino(in.NodeId)); err != nil {
 			h.Release()
 		}
 	}
@@ -80,7 +88,9 @@ var errBadHandle = fmt.Errorf("unknown file handle: %w", syscall.EBADF)
 
 // Read answers from the device without copying when the range is one
 // contiguous extent (the kernel splices it from the device fd), and from
-// the volume's memory for inline files, dirty data and holes.
+// the volume's memory for inline files, dirty data and holes. A device
+// range goes out as a devRead, which holds the range's blocks until the
+// reply is written.
 func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	start := fs.begin(opRead)
 	r, err := fs.acquire(in.Fh, volume.Ino(in.NodeId), false)
@@ -98,7 +108,7 @@ func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 			return nil, fs.done(opRead, start, in.NodeId, err)
 		}
 		if p.Bytes == nil && p.Len > 0 {
-			return fuse.ReadResultFd(uintptr(fs.devFd), p.DevOff, p.Len), fs.done(opRead, start, in.NodeId, nil)
+			return fs.newDevRead(in.NodeId, uintptr(fs.devFd), p), fs.done(opRead, start, in.NodeId, nil)
 		}
 		return fuse.ReadResultData(p.Bytes), fs.done(opRead, start, in.NodeId, nil)
 	}
@@ -119,8 +129,11 @@ func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 	if err != nil {
 		return 0, fs.done(opWrite, start, in.NodeId, err)
 	}
-	n, err := r.h.WriteAtFlags(data, int64(in.Offset), flags)
+	n, cleared, err := r.h.WriteAtFlags(data, int64(in.Offset), flags)
 	fs.let(r)
+	if cleared {
+		fs.privCleared(volume.Ino(in.NodeId))
+	}
 	if n > 0 && n < len(data) {
 		// A short write (the space ran out): the n bytes are in the file,
 		// so write(2) must report them; an error reply would report none.
@@ -178,10 +191,20 @@ func (fs *fileSystem) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 // Fallocate passes the mode through: the volume serves 0, KEEP_SIZE,
 // PUNCH_HOLE|KEEP_SIZE and ZERO_RANGE (volume.Fallocate). The kernel has
 // checked the combination (vfs_fallocate) and drops its cached pages of a
-// punched range itself once the reply says it is done.
+// punched range itself once the reply says it is done. A caller without
+// CAP_FSETID clears the file's privileges first, as ext4's fallocate does;
+// the kernel leaves that to the adapter without flagging the request
+// (killpriv.go).
 func (fs *fileSystem) Fallocate(_ <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
 	start := fs.begin(opFallocate)
-	err := fs.vol.Fallocate(volume.Ino(in.NodeId), in.Mode, int64(in.Offset), int64(in.Length))
+	ino := volume.Ino(in.NodeId)
+	var err error
+	if !callerHasFsetid(&in.InHeader) {
+		_, err = fs.killPriv(ino)
+	}
+	if err == nil {
+		err = fs.vol.Fallocate(ino, in.Mode, int64(in.Offset), int64(in.Length))
+	}
 	return fs.done(opFallocate, start, in.NodeId, err)
 }
 

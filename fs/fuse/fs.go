@@ -37,6 +37,10 @@ type fileSystem struct {
 	// remountedRO: the kernel remounted the mount read-only (Server.
 	// SetReadOnly), so accesses record nothing, as at a ro mount.
 	remountedRO atomic.Bool
+	// notifier tells the kernel of changes it did not ask for (cleared
+	// privileges, killpriv.go); set by Init before requests are served,
+	// nil when nothing is mounted.
+	notifier inodeNotifier
 }
 
 // timeout is a cache lifetime split the way the kernel wants it, computed
@@ -66,7 +70,10 @@ func newFileSystem(vol *volume.Volume, dev device.Device, o Options) *fileSystem
 		fs.inodes = newInodeFiles(o.NoOpenFiles)
 	}
 	fs.fileAtime, fs.dirAtime = o.atimePolicies()
-	if fd, ok := dev.(device.FdDevice); ok {
+	// A volume that verifies its reads cannot have the kernel splice a
+	// device range after the reply: reads are copied into the request's
+	// buffer, checked.
+	if fd, ok := dev.(device.FdDevice); ok && !vol.VerifiesReads() {
 		fs.devFd = int(fd.Fd())
 	}
 	return fs

@@ -132,11 +132,12 @@ type Options struct {
 	// Dev lets device files on the mount be opened. Default false
 	// (nodev); true needs root, and contradicts MS_NODEV in MountFlags.
 	Dev bool
-	// SecurityLabels passes security.* and system.posix_acl_* extended
-	// attributes through to the volume. Default false: the kernel's
-	// queries for them (security.capability before writes, ACLs) are
-	// answered "none" without a trip to the volume, and setting them
-	// fails with EOPNOTSUPP.
+	// SecurityLabels passes security.* extended attributes through to
+	// the volume. Default false: the kernel's queries for them
+	// (security.capability before writes) are answered "not supported"
+	// without a trip to the volume, and setting them fails with
+	// EOPNOTSUPP. POSIX ACLs (system.posix_acl_*) are not supported
+	// either way: nothing would enforce them (xattr.go).
 	SecurityLabels bool
 	// DropCache makes the kernel drop a file's page cache at every open.
 	// Default false: the cache is kept across opens (FOPEN_KEEP_CACHE),

@@ -14,32 +14,31 @@ import (
 // two-step protocol: asked with an empty buffer they return the size; with
 // a buffer too small they return ERANGE and the size.
 
-// labelNamespaces are the attributes the kernel and security tools
+// Security labels and ACLs are attributes the kernel and security tools
 // interpret. Unless Options.SecurityLabels is set, the mount does not
-// support them, as a filesystem built without security or ACL support
-// does: every call naming one fails with EOPNOTSUPP without reaching the
-// volume. "Unsupported" rather than "absent" (ENODATA) matters: ls -l asks
-// security.selinux and system.posix_acl_access of every entry, and coreutils
-// stops asking for the rest of a device once it has been told "unsupported",
-// so a listing of n entries costs 2 GETXATTRs instead of 2n (docs/FUSE.md).
-// (go-fuse's IgnoreSecurityLabels would answer some of them before the
-// adapter sees the request, hiding those round trips from the counters.)
-var labelNamespaces = []string{"security.", "system.posix_acl_"}
+// support labels (security.*), as a filesystem built without security
+// support does: every call naming one fails with EOPNOTSUPP without
+// reaching the volume. POSIX ACLs (system.posix_acl_*) are not supported
+// on any mount: the adapter does not negotiate FUSE_POSIX_ACL, so the
+// kernel would store an ACL and never enforce it, and a user who set one
+// to keep others out would be left open. "Unsupported" rather than
+// "absent" (ENODATA) matters: ls -l asks security.selinux and
+// system.posix_acl_access of every entry, and coreutils stops asking for
+// the rest of a device once it has been told "unsupported", so a listing
+// of n entries costs 2 GETXATTRs instead of 2n (docs/FUSE.md). (go-fuse's
+// IgnoreSecurityLabels would answer some of them before the adapter sees
+// the request, hiding those round trips from the counters.)
+const (
+	labelNamespace = "security."
+	aclNamespace   = "system.posix_acl_"
+)
 
 func (fs *fileSystem) isLabel(name string) bool {
-	if fs.opts.SecurityLabels {
-		return false
-	}
-	for _, p := range labelNamespaces {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(name, aclNamespace) || !fs.opts.SecurityLabels && strings.HasPrefix(name, labelNamespace)
 }
 
 // errNoLabels answers a label call on a mount that ignores labels.
-var errNoLabels = fmt.Errorf("security labels and ACLs are not supported on this mount: %w", syscall.EOPNOTSUPP)
+var errNoLabels = fmt.Errorf("security labels (without security_labels) and POSIX ACLs are not supported on this mount: %w", syscall.EOPNOTSUPP)
 
 func (fs *fileSystem) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
 	start := fs.begin(opGetXAttr)

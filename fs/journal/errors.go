@@ -25,8 +25,9 @@ var (
 	ErrBadArgument = errors.New("bad journal argument")
 	// ErrLogDamaged is returned by Replay, in a *DamageError, when the log
 	// is damaged before its end: a chunk fails its checks but a later
-	// commit of the same journal instance is on disk past it, so that
-	// chunk had been durable and the transactions from it on had been
+	// commit of a journal instance that wrote after it is on disk past it,
+	// or the superblock records it as durable, so that chunk had been
+	// durable and the transactions from it on had been
 	// committed. Options.Salvage accepts the damage instead.
 	ErrLogDamaged = errors.New("metadata log damaged")
 )
@@ -40,14 +41,26 @@ type Damage struct {
 	// least Seq through Last were committed and are lost.
 	Last uint64
 	// ProofBlock and ProofSeq are the first chunk of a later commit found
-	// past the damage (format.ChunkFlagCommit, the same nonce as the
-	// chunks before it), which proves that the damaged chunk was durable.
+	// past the damage (format.ChunkFlagCommit, the nonce of a journal
+	// instance known to have written after the chunk expected), which
+	// proves that the damaged chunk was durable; ProofSeq 0 if none.
 	ProofBlock, ProofSeq uint64
+	// Durable is Options.Durable when the chain ends below it: the
+	// superblock recorded every transaction below it as durable, which
+	// proves the damage without a later commit; 0 otherwise.
+	Durable uint64
 }
 
 func (d Damage) String() string {
-	return fmt.Sprintf("log block %d does not hold the chunk of transaction %d, but a later commit (transaction %d at log block %d) is intact past it: "+
-		"transactions %d-%d (at least) had been committed and are lost", d.Block, d.Seq, d.ProofSeq, d.ProofBlock, d.Seq, d.Last)
+	var proof string
+	switch {
+	case d.ProofSeq != 0:
+		proof = fmt.Sprintf("a later commit (transaction %d at log block %d) is intact past it", d.ProofSeq, d.ProofBlock)
+	default:
+		proof = fmt.Sprintf("the superblock records every transaction below %d as durable", d.Durable)
+	}
+	return fmt.Sprintf("log block %d does not hold the chunk of transaction %d, but %s: "+
+		"transactions %d-%d (at least) had been committed and are lost", d.Block, d.Seq, proof, d.Seq, d.Last)
 }
 
 // DamageError is Replay's error for a log damaged before its end; it

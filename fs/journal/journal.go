@@ -64,7 +64,7 @@ func Open(dev device.Device, opts Options) (*Journal, error) {
 		bs:        int(bs),
 		blocks:    L,
 		maxBlocks: L/2 - 1,
-		nonce:     rand.Uint32(),
+		nonce:     newNonce(),
 		nextSeq:   opts.NextSeq,
 		openSeq:   opts.NextSeq,
 		next:      opts.Head.Block,
@@ -80,6 +80,21 @@ func Open(dev device.Device, opts Options) (*Journal, error) {
 		Debug("journal open")
 	return j, nil
 }
+
+// newNonce is a random nonce other than 0, which superblocks use for
+// "no writer recorded".
+func newNonce() uint32 {
+	for {
+		if n := rand.Uint32(); n != 0 {
+			return n
+		}
+	}
+}
+
+// Nonce is the nonce this journal's chunks carry: the volume records it
+// in the superblocks it writes (format.Superblock.LogWriter), so replay
+// knows this instance's later commits for witnesses of damage.
+func (j *Journal) Nonce() uint32 { return j.nonce }
 
 // Append encodes txn into the open chunk and returns its sequence number.
 // It does no I/O: the volume calls it under its metadata lock, in the order

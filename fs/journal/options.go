@@ -53,6 +53,18 @@ type Options struct {
 	// the log there, reports the damage to OnDamaged and returns no
 	// error. Replay only.
 	Salvage bool
+	// Durable is a sequence below which every transaction was durable
+	// when the superblock replay starts from was written
+	// (Superblock.LogDurable; 0 or NextSeq: nothing known): a chain that
+	// ends before it is damage, and the data of those transactions is not
+	// checked. Replay only.
+	Durable uint64
+	// Writers are the nonces of journal instances known, from
+	// superblocks, to have appended to the log after Head
+	// (Superblock.LogWriter). A later commit of one of them past where the
+	// chain ends witnesses damage there, as one by the instance that wrote
+	// the last chunk accepted does. Replay only.
+	Writers []uint32
 	// OnDamaged, if set, is called by a salvaging replay with the damage
 	// it accepted. Replay only.
 	OnDamaged func(Damage)

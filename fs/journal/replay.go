@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
@@ -104,13 +105,12 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 		txns += uint64(h.Txns)
 	}
 	// The chain ends here: at the end of the log, or at damage before it
-	// if a later commit of the same journal instance is on disk past
-	// this point (only commits flag their first chunk, with DataSums).
-	var damage *Damage
-	if opts.DataSums && accepted {
-		if damage, err = r.laterCommit(pos, r.blocks-walked, seq, nonce); err != nil {
-			return Position{}, 0, err
-		}
+	// if the superblock recorded a later transaction as durable, or if a
+	// later commit of a journal instance that wrote after this point is on
+	// disk past it (only commits flag their first chunk, with DataSums).
+	damage, err := r.damage(opts, pos, r.blocks-walked, seq, nonce, accepted)
+	if err != nil {
+		return Position{}, 0, err
 	}
 	good := len(held)
 	if damage != nil {
@@ -124,7 +124,7 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 		if opts.OnDamaged != nil {
 			opts.OnDamaged(*damage)
 		}
-	} else if good, err = r.landed(held); err != nil {
+	} else if good, err = r.landed(held, opts.Durable); err != nil {
 		return Position{}, 0, err
 	}
 	for _, c := range held[:good] {
@@ -147,17 +147,49 @@ func replay(dev device.Device, opts Options, decode func([]byte, uint32, func(in
 	return Position{Block: pos, Prev: prev}, seq, nil
 }
 
+// damage tells whether the chain ending at pos, where seq was expected,
+// is damage rather than the end of the log, and returns it, or nil for
+// the end. Two things prove damage: the superblock recorded seq as
+// durable (opts.Durable), or a later commit past pos by a journal
+// instance that wrote after seq: the one that wrote the last chunk
+// accepted (nonce, if accepted), or one a superblock names
+// (opts.Writers).
+func (r *replayer) damage(opts Options, pos, n, seq uint64, nonce uint32, accepted bool) (*Damage, error) {
+	writers := opts.Writers
+	if accepted {
+		writers = append(writers[:len(writers):len(writers)], nonce)
+	}
+	var d *Damage
+	var last uint64
+	if (opts.DataSums || seq < opts.Durable) && len(writers) > 0 {
+		var err error
+		if d, last, err = r.laterCommit(pos, n, seq, writers, opts.DataSums); err != nil {
+			return nil, err
+		}
+	}
+	if seq < opts.Durable {
+		if d == nil {
+			d = &Damage{Block: pos, Seq: seq}
+		}
+		d.Durable = opts.Durable
+	}
+	if d != nil { // seq and every bound but last are exclusive: above seq
+		d.Last = max(last+1, d.ProofSeq, d.Durable, seq+1) - 1
+	}
+	return d, nil
+}
+
 // laterCommit looks at the n blocks from pos on (the rest of the lap)
-// for the first chunk of a later commit by the journal instance that
-// wrote the chunks before pos (nonce), with a sequence above seq, the one
-// expected at pos. Commits run one at a time and each ends with a flush,
-// so such a chunk proves that the chunk for seq at pos had been durable:
-// the chain ending at pos is damage, not the end of the log. The chunks
-// of a commit that a crash tore are never followed by one, so a damaged
-// last commit still looks like the end (as in jbd2). It returns nil when
-// there is none. It reads the whole rest of the region, once per replay
-// of a volume with DataSums that was not closed cleanly.
-func (r *replayer) laterCommit(pos, n, seq uint64, nonce uint32) (*Damage, error) {
+// for chunks of the journal instances in writers with a sequence above
+// seq, the one expected at pos, and returns the highest transaction they
+// hold. Commits run one at a time and each ends with a flush, so the
+// first chunk of a later commit (flagged, with commits) proves that the chunk for seq at pos had been durable: the
+// chain ending at pos is damage, not the end of the log. The chunks of a
+// commit that a crash tore are never followed by one, so a damaged last
+// commit still looks like the end (as in jbd2). It returns the damage
+// that chunk proves, or nil. It reads the whole rest of the region, once per replay of
+// a volume that was not closed cleanly.
+func (r *replayer) laterCommit(pos, n, seq uint64, writers []uint32, commits bool) (*Damage, uint64, error) {
 	bs := uint64(r.bs)
 	per := min(max(uint64(1<<20)/bs, 1), n) // blocks read at a time
 	win := make([]byte, per*bs)
@@ -169,11 +201,11 @@ func (r *replayer) laterCommit(pos, n, seq uint64, nonce uint32) (*Damage, error
 		k := min(per, n-i, r.blocks-b)
 		w := win[:k*bs]
 		if err := r.readAt(w, b); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for j := range k {
 			h, err := format.ParseChunkHeader(w[j*bs:])
-			if err != nil || h.Nonce != nonce || h.Seq <= seq {
+			if err != nil || !slices.Contains(writers, h.Nonce) || h.Seq <= seq {
 				continue
 			}
 			size := uint64(format.ChunkSize(int(h.PayloadLen), uint32(r.bs))) / bs
@@ -187,23 +219,20 @@ func (r *replayer) laterCommit(pos, n, seq uint64, nonce uint32) (*Damage, error
 				}
 				c = big
 				if err := r.readAt(c[:size*bs], b+j); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 			}
 			if _, _, err := format.CheckChunk(c[:size*bs]); err != nil {
 				continue
 			}
 			last = max(last, h.Seq+uint64(h.Txns)-1)
-			if h.Flags&format.ChunkFlagCommit != 0 && d == nil {
+			if commits && h.Flags&format.ChunkFlagCommit != 0 && d == nil {
 				d = &Damage{Block: pos, Seq: seq, ProofBlock: b + j, ProofSeq: h.Seq}
 			}
 		}
 		i += k
 	}
-	if d != nil {
-		d.Last = max(last, d.ProofSeq-1)
-	}
-	return d, nil
+	return d, last, nil
 }
 
 // heldChunk is a chunk read, not yet applied: where it starts, the chain
@@ -218,15 +247,28 @@ type heldChunk struct {
 }
 
 // landed returns how many of the held chunks, in order, have every range
-// their DataSumRecs name on the device with its checksum.
-func (r *replayer) landed(held []heldChunk) (int, error) {
+// their DataSumRecs name on the device with its checksum. Chunks below
+// durable are known durable and count without a check: a mismatch there
+// is damage to data, not a commit that never completed.
+func (r *replayer) landed(held []heldChunk, durable uint64) (int, error) {
 	for i, c := range held {
+		if c.seq < durable {
+			continue
+		}
 		err := format.DecodeTxns(c.payload, c.txns, func(_ int, recs []format.Record) error {
 			for _, rec := range recs {
-				if ds, isSum := rec.(format.DataSumRec); isSum {
-					if match, err := r.sumsMatch(ds); err != nil || !match {
-						return cmp.Or(err, errDataMissing)
-					}
+				var match bool
+				var err error
+				switch rec := rec.(type) {
+				case format.DataSumRec:
+					match, err = r.sumsMatch(rec)
+				case format.BlockSumsRec:
+					match, err = r.blockSumsMatch(rec)
+				default:
+					continue
+				}
+				if err != nil || !match {
+					return cmp.Or(err, errDataMissing)
 				}
 			}
 			return nil
@@ -267,6 +309,33 @@ func (r *replayer) sumsMatch(ds format.DataSumRec) (bool, error) {
 		}
 		if crc != x.CRC {
 			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// blockSumsMatch reads the blocks of bs and compares each one's checksum.
+func (r *replayer) blockSumsMatch(bs format.BlockSumsRec) (bool, error) {
+	const piece = 1 << 20
+	if cap(r.data) < piece {
+		r.data = make([]byte, piece)
+	}
+	size := uint64(r.bs)
+	n := uint64(len(bs.Sums))
+	if blocks := uint64(r.dev.Size()) / size; n > blocks || bs.Block > blocks-n {
+		return false, fmt.Errorf("checksums name blocks %d+%d beyond the device: %w", bs.Block, n, format.ErrCorrupt)
+	}
+	per := uint64(piece) / size
+	for i := uint64(0); i < n; i += per {
+		k := min(per, n-i)
+		b := r.data[:k*size]
+		if _, err := r.dev.ReadAt(b, int64((bs.Block+i)*size)); err != nil {
+			return false, fmt.Errorf("journal: read data at block %d: %w", bs.Block+i, err)
+		}
+		for j := range k {
+			if format.Checksum(b[j*size:(j+1)*size]) != bs.Sums[i+j] {
+				return false, nil
+			}
 		}
 	}
 	return true, nil

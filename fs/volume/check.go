@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/smallfs/smallfs/alloc"
+	"github.com/smallfs/smallfs/fs/format"
 )
 
 // Check verifies every invariant of the metadata and the free space and
@@ -52,7 +53,8 @@ func (c *checker) add(ino Ino, what string) {
 }
 
 // memory checks what the live volume keeps beyond what a checkpoint
-// holds: directory indexes, handles and references, the table's count.
+// holds: directory indexes, handles and references, the table's count,
+// and each block's data checksum.
 func (c *checker) memory() {
 	var used uint64
 	c.v.inodes.all(func(ino Ino, n *inode) bool {
@@ -68,6 +70,11 @@ func (c *checker) memory() {
 		}
 		if n.oneLen != 0 && n.x != nil && n.x.extents != nil {
 			c.add(ino, "a one-extent map and a map in the extension")
+		}
+		for _, e := range n.extents() {
+			if e.Physical >= c.v.dataStart && e.Physical+e.Len <= c.v.sb.Blocks {
+				c.blockSums(ino, e)
+			}
 		}
 		return true
 	})
@@ -101,6 +108,24 @@ func (c *checker) dirIndex(ino Ino, d *dir) {
 	}
 	if d.index != nil && len(d.index)+len(d.clash) != live {
 		c.add(ino, fmt.Sprintf("name index holds %d names for %d entries", len(d.index)+len(d.clash), live))
+	}
+}
+
+// blockSums checks that every block of extent e of ino has a checksum,
+// on a volume that keeps them and is not part-way through being given
+// them (v.ckptMu is held: v.sb is stable).
+func (c *checker) blockSums(ino Ino, e format.Extent) {
+	if c.v.sums == nil || c.v.sb.Flags&format.FlagSumsPartial != 0 {
+		return
+	}
+	missing := 0
+	for b := e.Physical; b < e.Physical+e.Len; b++ {
+		if _, ok := c.v.sums.get(b); !ok {
+			missing++
+		}
+	}
+	if missing > 0 {
+		c.add(ino, fmt.Sprintf("%d of the %d blocks at logical block %d have no data checksum", missing, e.Len, e.Logical))
 	}
 }
 

@@ -57,10 +57,16 @@ func (v *Volume) writeSuperblock(sb *format.Superblock) error {
 // for it: it is for Close and a full log. It supersedes a periodic
 // checkpoint being encoded (checkpointConcurrent), which it cancels.
 // What it writes passes the guard (verifyCheckpoint) before it is made
-// current; a frozen volume writes none.
-func (v *Volume) checkpoint(clean bool) error {
-	if stop, err := v.checkpointFrozen(); stop {
+// current. A failure other than want of space, the guard's included,
+// stops the volume (failOnCheckpoint); a volume opened damaged writes
+// none.
+func (v *Volume) checkpoint(clean bool) (err error) {
+	defer func() { v.failOnCheckpoint(err) }()
+	if err := v.refuseChange(); err != nil {
 		return err
+	}
+	if v.damagedOpen() {
+		return nil
 	}
 	if s := v.snap; s != nil {
 		s.cancelled = true
@@ -113,10 +119,10 @@ func (v *Volume) checkpointConcurrent() error {
 // the metadata there.
 func (v *Volume) snapshotCheckpoint(budget int, between func()) error {
 	v.mu.RLock()
-	stop, err := v.checkpointFrozen()
+	damaged := v.damagedOpen()
 	v.mu.RUnlock()
-	if stop {
-		return err
+	if damaged {
+		return nil
 	}
 	enc, err := v.encodeSnapshot(budget, between)
 	if err != nil || enc == nil {
@@ -140,10 +146,15 @@ func (v *Volume) accountBuffer(accounted, n int) int {
 }
 
 // writeSnapshot writes an encoded snapshot and makes it current, then
-// releases v.ckptMu, which encodeSnapshot returned held.
-func (v *Volume) writeSnapshot(enc *encodedSnapshot) error {
+// releases v.ckptMu, which encodeSnapshot returned held. A failure other
+// than want of space stops the volume.
+func (v *Volume) writeSnapshot(enc *encodedSnapshot) (err error) {
 	defer v.ckptMu.Unlock()
 	defer v.accountBuffer(enc.buf.Len(), 0)
+	defer func() { v.failOnCheckpoint(err) }()
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	w, err := v.checkpointWriter(&enc.d, enc.nextGen, uint64(enc.buf.Len()))
 	if err != nil {
 		return err
@@ -177,6 +188,10 @@ type encodedSnapshot struct {
 // closed or a checkpoint under the write lock cancelled it meanwhile.
 func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, error) {
 	v.mu.Lock()
+	if err := v.refuseChange(); err != nil {
+		v.mu.Unlock()
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
 	if v.closed || v.snap != nil {
 		v.mu.Unlock()
 		return nil, nil
@@ -239,6 +254,9 @@ func (v *Volume) checkpointWriter(d *draft, nextGen, sizeHint uint64) (*format.C
 			if err != nil {
 				return 0, 0, err
 			}
+			if v.sums != nil { // what files wrote there is gone: a scrub must not check it
+				v.sums.clear(e.Off, e.Len)
+			}
 			d.extents = append(d.extents, e)
 			return e.Off, e.Len, nil
 		},
@@ -262,6 +280,9 @@ func (v *Volume) publish(d draft, clean bool) error {
 	sb.Checkpoint = d.info.Block
 	sb.LogHead, sb.LogPrev, sb.LogSeq = d.pos.Block, d.pos.Prev, d.seq
 	sb.NextIno = d.nextIno
+	// Every commit that ended is durable once the superblock's first
+	// flush is, and this journal instance appends after them.
+	sb.LogDurable, sb.LogWriter = max(d.seq, v.j.Durable()+1), v.j.Nonce()
 	sb.Flags &^= format.FlagClean
 	if clean {
 		sb.Flags |= format.FlagClean
@@ -269,6 +290,7 @@ func (v *Volume) publish(d draft, clean bool) error {
 	v.pending = ckptRef{block: d.info.Block, extents: d.extents}
 	if err := v.writeSuperblock(&sb); err != nil {
 		v.releaseAll(d.extents)
+		v.fail("superblock", err)
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	// The superblock covers every transaction before seq: the log up to pos

@@ -15,7 +15,8 @@ import (
 // look or a repair: each file whose data is damaged answers EIO (inode
 // flag inodeDamaged), an entry naming a missing inode answers EIO, every
 // other file reads as it was, and the volume takes no change but Repair's
-// (frozen) until Repair has made it pass.
+// (frozen) until Repair has made it pass; no checkpoint is written
+// meanwhile.
 
 // inconsistentError is metadata that fails metaCheck: at Open, or in a
 // checkpoint the guard refused to make current.
@@ -45,29 +46,22 @@ func (e *inconsistentError) Error() string {
 
 func (e *inconsistentError) Unwrap() []error { return []error{ErrInconsistent, ErrCorrupt} }
 
-// freeze is why a volume takes no more changes (Volume.frozen).
-type freeze struct {
-	err error // what a change gets
-	// damaged: opened with damaged metadata (Options.OpenDamaged), and
-	// nothing changed since: Close writes no checkpoint and reports
-	// nothing, and a Repair that mends it thaws it.
-	damaged bool
-}
+// freeze is why a volume opened damaged takes no change (Volume.frozen).
+type freeze struct{ err error }
 
-// frozenErr returns the error a change gets, nil when the volume takes
-// changes (v.mu held).
+// frozenErr returns the error a change gets while the volume holds
+// damaged metadata and Repair is not running, nil otherwise (v.mu held).
 func (v *Volume) frozenErr() error {
-	if f := v.frozen.Load(); f != nil && !(f.damaged && v.repairing) {
+	if f := v.frozen.Load(); f != nil && !v.repairing {
 		return f.err
 	}
 	return nil
 }
 
-// freezeFor stops the volume taking changes for err, a checkpoint the
-// guard refused: it stays so until it is closed.
-func (v *Volume) freezeFor(err error) {
-	v.frozen.Store(&freeze{err: fmt.Errorf("volume stopped taking changes: %w", err)})
-}
+// damagedOpen reports whether the volume holds damaged metadata and
+// Repair is not running: no checkpoint is written then, and Close writes
+// nothing (v.mu held).
+func (v *Volume) damagedOpen() bool { return v.frozen.Load() != nil && !v.repairing }
 
 // openDamaged keeps metadata that fails metaCheck (Options.OpenDamaged):
 // it marks the files whose data is damaged, notes the findings in
@@ -79,7 +73,7 @@ func (v *Volume) openDamaged(findings []finding) {
 		v.recovery.Inconsistent[i] = f.Problem
 	}
 	err := &inconsistentError{what: "metadata", findings: findings}
-	v.frozen.Store(&freeze{err: fmt.Errorf("volume opened damaged, read-only until repaired: %w", err), damaged: true})
+	v.frozen.Store(&freeze{err: fmt.Errorf("volume opened damaged, read-only until repaired: %w", err)})
 	v.opts.Logger.WithField("problems", len(findings)).WithError(err).
 		Warn("the metadata fails its checks: opened anyway, read-only; damaged files answer EIO")
 }
@@ -111,12 +105,8 @@ func damagedData(ino Ino, n *inode) error {
 // passes (after Repair; v.mu held for writing). It reports whether the
 // volume takes changes.
 func (v *Volume) thaw() bool {
-	f := v.frozen.Load()
-	if f == nil {
-		return true
-	}
-	if !f.damaged {
-		return false
+	if v.frozen.Load() == nil {
+		return v.failed.Load() == nil
 	}
 	m := v.checkMeta(true)
 	m.finishBlocks(v.ckptExtents())

@@ -19,10 +19,11 @@ import (
 // written verifyCheckpoint finishes the check, with the blocks the
 // checkpoint and the one the other slot keeps naming hold. A checkpoint
 // that fails is not made current: its blocks are given back, the error
-// names the problems, and the volume takes no more changes (freezeFor),
-// so nothing is acknowledged that could only be lost; the log still holds
-// every transaction since the last good checkpoint, and the next Open
-// refuses that state in turn, pointing at fsck --repair.
+// names the problems, and the volume stops as after a device error
+// writing metadata (failOnCheckpoint, failed.go: no more changes, nothing
+// more written), so nothing is acknowledged that could only be lost; the
+// log still holds every transaction since the last good checkpoint, and
+// the next Open refuses that state in turn, pointing at fsck --repair.
 //
 // Cost: one more look at each inode and entry the checkpoint encodes,
 // flat arrays of 9 bytes per inode number and a sort of 8 bytes per
@@ -40,23 +41,5 @@ func (v *Volume) verifyCheckpoint(c *metaCheck, draft []alloc.Extent) error {
 	if len(c.findings) == 0 {
 		return nil
 	}
-	err := &inconsistentError{what: "checkpoint", findings: c.findings}
-	v.freezeFor(err)
-	v.opts.Logger.WithError(err).WithField("problems", len(c.findings)).
-		Error("checkpoint refused: the metadata in memory fails its checks; not written, the volume takes no more changes")
-	return fmt.Errorf("checkpoint: %w", err)
-}
-
-// checkpointFrozen says what a checkpoint of a frozen volume does: none
-// is written; a volume opened damaged reports nothing (it changed
-// nothing), one a refused checkpoint stopped reports that.
-func (v *Volume) checkpointFrozen() (stop bool, err error) {
-	f := v.frozen.Load()
-	switch {
-	case f == nil, f.damaged && v.repairing:
-		return false, nil
-	case f.damaged:
-		return true, nil
-	}
-	return true, f.err
+	return fmt.Errorf("checkpoint: %w", &inconsistentError{what: "checkpoint", findings: c.findings})
 }

@@ -52,24 +52,58 @@ func killPriv(ino Ino, n *inode, r *format.InodeRec) ([]format.Record, bool) {
 	return nil, changed
 }
 
+// KillPriv clears ino's privileges as a write by a caller without
+// CAP_FSETID does, in a transaction of its own, and reports whether there
+// was anything to clear; a file without privileges costs a read lock. It
+// serves the changes for which the kernel does not flag the clearing
+// (fallocate) and the O_TRUNC open. A directory keeps its own.
+func (v *Volume) KillPriv(ino Ino) (bool, error) {
+	v.mu.RLock()
+	n, err := v.live(ino)
+	changed := false
+	if err == nil {
+		r := n.record(ino)
+		_, changed = killPriv(ino, n, &r)
+	}
+	v.mu.RUnlock()
+	if err != nil || !changed { // the common case: no write lock taken
+		return false, opErrOrNil("killpriv", "", err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if n, err = v.live(ino); err != nil {
+		return false, opErr("killpriv", "", err)
+	}
+	changed, err = v.killPrivLocked(ino, n)
+	return changed, opErrOrNil("killpriv", "", err)
+}
+
 // killPrivNow clears ino's privileges in a transaction of its own, if it
-// has any (fd.mu held; v.mu not held). A write calls it before writing.
-func (v *Volume) killPrivNow(ino Ino, n *inode) error {
+// has any, and reports whether it had (fd.mu held, so n is pinned; v.mu
+// not held). A write calls it before writing.
+func (v *Volume) killPrivNow(ino Ino, n *inode) (bool, error) {
 	v.mu.RLock()
 	r := n.record(ino)
 	_, changed := killPriv(ino, n, &r)
 	v.mu.RUnlock()
 	if !changed { // the common case: nothing to clear, no write lock taken
-		return nil
+		return false, nil
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	r = n.record(ino)
+	return v.killPrivLocked(ino, n)
+}
+
+// killPrivLocked clears n's privileges, read again under v.mu (held for
+// writing): a chmod since the caller looked is kept, and one that took
+// them away leaves nothing to do.
+func (v *Volume) killPrivLocked(ino Ino, n *inode) (bool, error) {
+	r := n.record(ino)
 	extra, changed := killPriv(ino, n, &r)
 	if !changed {
-		return nil
+		return false, nil
 	}
 	r.Ctime = v.now()
 	_, err := v.commit(append(extra, r)...)
-	return err
+	return true, err
 }

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"syscall"
 	"testing"
 )
@@ -20,7 +21,11 @@ func TestWriteKillPriv(t *testing.T) {
 		ok(t, err)
 		ok(t, v.SetXattr(a.Ino, capabilityXattr, []byte{1, 2}, 0))
 		before := must[Attr](t)(v.GetAttr(a.Ino))
-		must[int](t)(h.WriteAtFlags([]byte("data"), 0, c.flags))
+		_, cleared, err := h.WriteAtFlags([]byte("data"), 0, c.flags)
+		ok(t, err)
+		if cleared != (c.flags != 0) {
+			t.Errorf("mode %o, write flags %d: cleared %v", c.mode, c.flags, cleared)
+		}
 		got := must[Attr](t)(v.GetAttr(a.Ino))
 		if got.Mode&0o7777 != c.want {
 			t.Errorf("mode %o, write flags %d: mode %o after the write, want %o", c.mode, c.flags, got.Mode&0o7777, c.want)
@@ -65,4 +70,52 @@ func TestSetAttrKillPriv(t *testing.T) {
 		t.Fatalf("directory lost its setgid bit: mode %o", got.Mode&0o7777)
 	}
 	ok(t, h.Release())
+}
+
+// TestKillPriv: the clearing on its own reports whether there was
+// anything to clear, and a second call finds nothing.
+func TestKillPriv(t *testing.T) {
+	v := newTestVolume(t, Options{})
+	for _, c := range []struct {
+		mode, want uint32
+		capability bool
+		cleared    bool
+	}{
+		{0o4755, 0o755, false, true},
+		{0o2775, 0o775, false, true},
+		{0o2765, 0o2765, false, false}, // setgid without group execute stays
+		{0o755, 0o755, true, true},     // only the capability
+		{0o644, 0o644, false, false},
+	} {
+		a, h, err := v.Create(root, RootIno, "f", c.mode, syscall.O_RDWR)
+		ok(t, err)
+		ok(t, h.Release())
+		if c.capability {
+			ok(t, v.SetXattr(a.Ino, capabilityXattr, []byte{1, 2}, 0))
+		}
+		before := must[Attr](t)(v.GetAttr(a.Ino))
+		cleared, err := v.KillPriv(a.Ino)
+		ok(t, err)
+		got := must[Attr](t)(v.GetAttr(a.Ino))
+		if cleared != c.cleared || got.Mode&0o7777 != c.want {
+			t.Errorf("mode %o, capability %v: cleared %v mode %o, want %v %o", c.mode, c.capability, cleared, got.Mode&0o7777, c.cleared, c.want)
+		}
+		if !cleared && got.Ctime != before.Ctime {
+			t.Errorf("mode %o: nothing cleared, yet ctime moved", c.mode)
+		}
+		if _, xerr := v.GetXattr(a.Ino, capabilityXattr); xerr == nil {
+			t.Errorf("mode %o: the capability stayed", c.mode)
+		}
+		if again, err := v.KillPriv(a.Ino); err != nil || again {
+			t.Errorf("mode %o: second KillPriv: %v %v, want nothing to clear", c.mode, again, err)
+		}
+		ok(t, v.Unlink(root, RootIno, "f"))
+	}
+	d := must[Attr](t)(v.Mkdir(root, RootIno, "d", 0o2775))
+	if cleared, err := v.KillPriv(d.Ino); err != nil || cleared {
+		t.Errorf("directory: KillPriv %v %v, want nothing cleared", cleared, err)
+	}
+	if _, err := v.KillPriv(d.Ino + 100); !errors.Is(err, ErrNotFound) {
+		t.Errorf("KillPriv of a missing inode: %v, want ErrNotFound", err)
+	}
 }

@@ -126,7 +126,7 @@ func (c *metaCheck) problems() []Problem {
 func (v *Volume) checkMeta(collect bool) *metaCheck {
 	c := newMetaCheck(v, v.inodes.next, collect, false)
 	s := newSnapshot(v.inodes.next)
-	s.check = c
+	s.check, s.checkOnly = c, true
 	_, _ = s.encode(v, discardRecords{}, math.MaxInt) // discardRecords takes anything
 	c.finish()
 	return c
@@ -135,13 +135,20 @@ func (v *Volume) checkMeta(collect bool) *metaCheck {
 // discardRecords is a recordSink that keeps nothing.
 type discardRecords struct{}
 
-func (discardRecords) Add(format.Record) error             { return nil }
-func (discardRecords) AddInode(*format.InodeRec) error     { return nil }
-func (discardRecords) AddDirent(*format.DirentRec) error   { return nil }
-func (discardRecords) AddExtents(*format.ExtentsRec) error { return nil }
+func (discardRecords) Add(format.Record) error                 { return nil }
+func (discardRecords) AddInode(*format.InodeRec) error         { return nil }
+func (discardRecords) AddDirent(*format.DirentRec) error       { return nil }
+func (discardRecords) AddExtents(*format.ExtentsRec) error     { return nil }
+func (discardRecords) AddBlockSums(*format.BlockSumsRec) error { return nil }
 
-// inode checks one inode's own records.
-func (c *metaCheck) inode(img *inodeImage) {
+// inode checks one inode's own records and reports whether they pass.
+func (c *metaCheck) inode(img *inodeImage) bool {
+	before := len(c.findings)
+	c.inodeRecords(img)
+	return len(c.findings) == before
+}
+
+func (c *metaCheck) inodeRecords(img *inodeImage) {
 	r := &img.rec
 	ino := Ino(r.Ino)
 	if uint64(ino) >= uint64(len(c.typ)) {

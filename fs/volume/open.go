@@ -89,7 +89,12 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	// on must replay. Both slots then name the loaded checkpoint. Replay
 	// still starts where it started now: what it replayed is in no
 	// checkpoint yet, only in the log, which the next checkpoint releases.
+	// It also records what replay now knows: every transaction before
+	// nextSeq is durable, and this journal instance writes from there on
+	// (format.Superblock.LogDurable), so damage there is never taken for
+	// the end of the log.
 	v.sb.Flags &^= format.FlagClean
+	v.sb.LogDurable, v.sb.LogWriter = nextSeq, v.j.Nonce()
 	if err := v.writeSuperblock(&v.sb); err != nil {
 		v.j.Close()
 		return nil, fmt.Errorf("open: %w", err)
@@ -115,6 +120,9 @@ func newVolume(dev device.Device, opts Options, sb *format.Superblock) *Volume {
 	v := &Volume{opts: opts, dev: device.Track(dev), blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb,
 		dataSums: sb.Features&format.FeatureDataSums != 0}
 	v.acct = newAcct(opts.Accounting)
+	if sb.Features&format.FeatureBlockSums != 0 {
+		v.sums = newBlockSums(sb.Blocks, v.acct.blockSums)
+	}
 	v.inodes.acct = v.acct.chunks
 	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
 	v.dataStart = sb.Log.End()
@@ -190,12 +198,14 @@ func openOlder(dev device.Device, opts Options, sb, older *format.Superblock, da
 		}
 		return fail("does not load either: %w", err)
 	}
-	head, next, err := v.replay(older)
+	// The damaged checkpoint's superblock is intact: what it knows of the
+	// log holds for this replay too.
+	head, next, err := v.replay(older, append(logWriters(older), logWriters(sb)...))
 	if err != nil {
 		return fail("cannot stand in: %w", err)
 	}
 	d := &CheckpointDamage{Block: sb.Checkpoint, Slot: sb.Slot, Reason: damage.err.Error(), Loaded: older.Checkpoint, LoadedSlot: older.Slot}
-	if next < sb.LogSeq {
+	if next < max(sb.LogSeq, sb.LogDurable) {
 		d.Lost, d.LostFirst, d.LostLast = true, next, v.lastLogged(sb)
 		if !opts.Salvage {
 			beyond := ""
@@ -265,13 +275,13 @@ func (v *Volume) applyOrDrop(r format.Record) error {
 // anything (a salvaging read: damage there ends it, as far as the log
 // shows). A device error there leaves what the checkpoint covers.
 func (v *Volume) lastLogged(sb *format.Superblock) uint64 {
-	last := sb.LogSeq - 1
+	last := max(sb.LogSeq, sb.LogDurable) - 1
 	if sb.Clean() { // closed: nothing was logged after it
 		return last
 	}
 	_, _, _ = journal.ReplayScan(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: journal.Position{Block: sb.LogHead, Prev: sb.LogPrev},
-		NextSeq: sb.LogSeq, DataSums: v.dataSums, Salvage: true,
+		NextSeq: sb.LogSeq, DataSums: v.dataSums, Salvage: true, Durable: sb.LogDurable, Writers: logWriters(sb),
 		OnDamaged: func(d journal.Damage) { last = max(last, d.Last) },
 	}, func(seq uint64, _ []format.Record) error {
 		last = max(last, seq)
@@ -326,7 +336,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 	if sb.Clean() {
 		return journal.Position{Block: sb.LogHead, Prev: sb.LogPrev}, sb.LogSeq, nil
 	}
-	return v.replay(sb)
+	return v.replay(sb, logWriters(sb))
 }
 
 // loadFrom loads the checkpoint sb names and notes its blocks as the
@@ -355,12 +365,15 @@ func (v *Volume) loadFrom(sb *format.Superblock) error {
 }
 
 // replay applies the log from sb's position and returns where it ends.
-func (v *Volume) replay(sb *format.Superblock) (journal.Position, uint64, error) {
+// writers are the journal instances superblocks name as writing after
+// that position.
+func (v *Volume) replay(sb *format.Superblock, writers []uint32) (journal.Position, uint64, error) {
 	pr := v.progress(PhaseReplay, 0)
 	defer pr.end()
 	head, next, err := journal.ReplayScan(v.dev, journal.Options{
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: journal.Position{Block: sb.LogHead, Prev: sb.LogPrev},
 		NextSeq: sb.LogSeq, DataSums: v.dataSums, Salvage: v.opts.Salvage,
+		Durable: sb.LogDurable, Writers: writers,
 		OnDropped: func(_, n uint64) { v.recovery.Dropped = n },
 		OnDamaged: func(d journal.Damage) {
 			v.recovery.LogDamage = &LogDamage{Block: d.Block, First: d.Seq, Last: d.Last, ProofBlock: d.ProofBlock, ProofSeq: d.ProofSeq}
@@ -386,6 +399,15 @@ func (v *Volume) replay(sb *format.Superblock) (journal.Position, uint64, error)
 	}
 	v.opts.Logger.WithField("transactions", next-sb.LogSeq).WithField("dropped", v.recovery.Dropped).Info("log replayed")
 	return head, next, nil
+}
+
+// logWriters is the journal instance sb names as appending after its
+// log position, if it names one.
+func logWriters(sb *format.Superblock) []uint32 {
+	if sb.LogWriter == 0 {
+		return nil
+	}
+	return []uint32{sb.LogWriter}
 }
 
 // loadCheckpoint applies the checkpoint sb names. Its directories' entries
@@ -457,17 +479,24 @@ func (v *Volume) checkLoaded() (*metaCheck, error) {
 	}
 	if len(m.findings) == 0 {
 		v.space = s
+		if v.sums != nil {
+			v.sums = v.sums.only(used)
+		}
 		return nil, nil
 	}
 	if !v.opts.OpenDamaged {
 		return nil, &inconsistentError{what: "metadata", findings: m.findings}
 	}
 	if s == nil {
-		if s, err = newSpace(v.sb.Blocks, v.dataStart, union(used, v.sb.Blocks), v.blockSize); err != nil {
+		used = union(used, v.sb.Blocks) // bounded and disjoint, for the sums below too
+		if s, err = newSpace(v.sb.Blocks, v.dataStart, used, v.blockSize); err != nil {
 			return nil, fmt.Errorf("free space: %w (%w)", ErrCorrupt, err)
 		}
 	}
 	v.space = s
+	if v.sums != nil {
+		v.sums = v.sums.only(used)
+	}
 	return m, nil
 }
 
@@ -533,17 +562,30 @@ func (v *Volume) Recovery() Recovery {
 
 // Close writes back every dirty file, writes a checkpoint, marks the volume
 // clean and stops. Nothing written before Close is lost; the next Open
-// reads the checkpoint and replays nothing. Later calls give ErrClosed.
-// Close does not close the device.
+// reads the checkpoint and replays nothing. Close is safe to call more
+// than once and concurrently: the first call does the work, and every
+// other waits until it is done and gives ErrClosed. Close does not close
+// the device. A volume a device error stopped (Failed) is closed without
+// writing anything, and Close says so.
 func (v *Volume) Close() error {
-	v.mu.RLock()
-	closed := v.closed
-	v.mu.RUnlock()
-	if closed {
+	first := false
+	v.closeOnce.Do(func() {
+		first = true
+		v.closeErr = v.close()
+	})
+	if !first {
 		return opErr("close", "", ErrClosed)
 	}
+	return v.closeErr
+}
+
+// close is Close's work, done once.
+func (v *Volume) close() error {
 	v.stopCommitter()
 	v.stopFlusher()
+	if v.failed.Load() != nil {
+		return v.closeStopped()
+	}
 	errWB := v.writeBackAll()
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -551,6 +593,11 @@ func (v *Volume) Close() error {
 	err := v.checkpoint(errWB == nil)
 	if cerr := v.j.Close(); err == nil {
 		err = cerr
+	}
+	if n := v.PinnedReads(); n > 0 {
+		// The frees behind them are lost to this mount only: Open
+		// rebuilds free space from the extents in use.
+		v.opts.Logger.WithField("reads", n).Error("volume closed with read plans not done")
 	}
 	v.acct.release(v)
 	v.space.close()

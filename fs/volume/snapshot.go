@@ -41,8 +41,10 @@ type ckptSnapshot struct {
 	// start it may already have released.
 	cancelled bool
 	saved     int // inodes and directories saved
-	// check, if set, sees every inode and entry encoded (metacheck.go).
-	check *metaCheck
+	// check, if set, sees every inode and entry encoded (metacheck.go);
+	// with checkOnly nothing but the entries is written.
+	check     *metaCheck
+	checkOnly bool
 }
 
 func newSnapshot(limit Ino) *ckptSnapshot {
@@ -123,6 +125,7 @@ func (s *ckptSnapshot) encode(v *Volume, w recordSink, budget int) (bool, error)
 		img inodeImage
 		er  format.ExtentsRec
 		dr  format.DirentRec
+		sr  format.BlockSumsRec
 	)
 	for ; s.inodesDone < s.limit && budget > 0; s.inodesDone++ {
 		budget--
@@ -138,10 +141,10 @@ func (s *ckptSnapshot) encode(v *Volume, w recordSink, budget int) (bool, error)
 		} else {
 			continue
 		}
-		if s.check != nil {
-			s.check.inode(&img)
+		if s.check != nil && (!s.check.inode(&img) || s.checkOnly) {
+			continue // nothing to write, or the check refuses the checkpoint
 		}
-		if err := img.write(w, &er); err != nil {
+		if err := img.write(w, &er, v.sums, &sr); err != nil {
 			return false, err
 		}
 	}
@@ -187,6 +190,7 @@ type recordSink interface {
 	AddInode(*format.InodeRec) error
 	AddDirent(*format.DirentRec) error
 	AddExtents(*format.ExtentsRec) error
+	AddBlockSums(*format.BlockSumsRec) error
 }
 
 // inodeImage is what a checkpoint records of one inode: its record and
@@ -235,8 +239,9 @@ func cloneOrNil[T any](s []T) []T {
 	return append(make([]T, 0, len(s)), s...)
 }
 
-// write writes img's records to w.
-func (img *inodeImage) write(w recordSink, er *format.ExtentsRec) error {
+// write writes img's records to w, with the checksums of its data
+// blocks from sums (nil: the volume keeps none), through sr.
+func (img *inodeImage) write(w recordSink, er *format.ExtentsRec, sums *blockSums, sr *format.BlockSumsRec) error {
 	if err := w.AddInode(&img.rec); err != nil || !img.ext {
 		return err
 	}
@@ -250,6 +255,9 @@ func (img *inodeImage) write(w recordSink, er *format.ExtentsRec) error {
 	case img.extents != nil:
 		er.Ino, er.Extents = ino, img.extents
 		err = w.AddExtents(er)
+		if err == nil && sums != nil {
+			err = writeBlockSums(w, img.extents, sums, sr)
+		}
 	}
 	for _, a := range img.xattrs {
 		if err != nil {
@@ -258,4 +266,39 @@ func (img *inodeImage) write(w recordSink, er *format.ExtentsRec) error {
 		err = w.Add(format.XattrSetRec{Ino: ino, Name: a.name, Value: a.value})
 	}
 	return err
+}
+
+// writeBlockSums writes the checksums of the blocks of extents, a record
+// per run of blocks that have one (a block may have none while an image
+// is being given checksums), through sr.
+func writeBlockSums(w recordSink, extents []format.Extent, sums *blockSums, sr *format.BlockSumsRec) error {
+	flush := func() error {
+		if len(sr.Sums) == 0 {
+			return nil
+		}
+		err := w.AddBlockSums(sr)
+		sr.Sums = sr.Sums[:0]
+		return err
+	}
+	for _, e := range extents {
+		for b := e.Physical; b < e.Physical+e.Len; b++ {
+			c, ok := sums.get(b)
+			if !ok || len(sr.Sums) == format.MaxBlockSums {
+				if err := flush(); err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+			}
+			if len(sr.Sums) == 0 {
+				sr.Block = b
+			}
+			sr.Sums = append(sr.Sums, c)
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
