@@ -31,8 +31,9 @@ import (
 //     format) error, or serves metadata Check finds consistent; the
 //     volume then takes a few operations, closes, and opens again,
 //     consistent (no checkpoint is written that fails to load or check);
-//   - when a read-only look, as fsck's, finds nothing wrong (no damage
-//     worked around, Check clean), the mount opens, and, unless the
+//   - when a read-only look, as fsck's, finds nothing wrong (both
+//     superblock slots valid, no damage worked around, Check clean), the
+//     mount opens, and, unless the
 //     input forged the checksums, holds every name, type, size, link
 //     count and inline content the image had acknowledged, except that
 //     a damaged last commit may be missing: one flush per commit cannot
@@ -139,6 +140,9 @@ func fsckLook(img []byte) (bool, string) {
 	defer v.Close()
 	r := v.Recovery()
 	var found []string
+	if bad, err := format.FindBadSlot(device.NewMemFrom(img)); bad != nil || err != nil { // fsck reports a slot that does not decode
+		found = append(found, fmt.Sprint(bad, err))
+	}
 	if r.Damaged != nil {
 		found = append(found, r.Damaged.String())
 	}
