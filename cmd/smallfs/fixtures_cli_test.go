@@ -29,7 +29,11 @@ func TestFixturesGolden(t *testing.T) {
 		{"fsck-orphan", "orphan", []string{"fsck"}},
 		{"fsck-orphan-repair", "orphan", []string{"fsck", "--repair"}},
 		{"fsck-orphan-json", "orphan", []string{"fsck", "--json"}},
-		{"fsck-overlap", "overlap", []string{"fsck", "--repair"}},
+		{"fsck-overlap", "overlap", []string{"fsck"}},
+		{"fsck-overlap-repair", "overlap", []string{"fsck", "--repair"}},
+		{"info-nolinks", "nolinks", []string{"info"}},
+		{"fsck-nolinks", "nolinks", []string{"fsck"}},
+		{"fsck-nolinks-repair", "nolinks", []string{"fsck", "--repair"}},
 		{"mkfs-refuses", "clean", []string{"mkfs"}},
 		{"mkfs-force", "clean", []string{"mkfs", "--force", "--block-size", "1024"}},
 	} {

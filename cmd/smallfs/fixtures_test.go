@@ -23,13 +23,15 @@ import (
 //	unclean    as clean plus a file committed to the log, never closed
 //	badlinks   the hard-linked file's link count raised by one
 //	orphan     an inode without a name nor an open handle
-//	overlap    two files whose extents share blocks: cannot be loaded
+//	overlap    /small (inline) given /big's extents as well
+//	nolinks    /big named, with a link count of 0
 var fixtures = map[string]func(t *testing.T, path string){
 	"clean":    func(t *testing.T, path string) { makeClean(t, path) },
 	"unclean":  makeUnclean,
 	"badlinks": func(t *testing.T, path string) { rewriteCheckpoint(t, makeClean(t, path), path, badLinks) },
 	"orphan":   func(t *testing.T, path string) { rewriteCheckpoint(t, makeClean(t, path), path, addOrphan) },
 	"overlap":  func(t *testing.T, path string) { rewriteCheckpoint(t, makeClean(t, path), path, overlap) },
+	"nolinks":  func(t *testing.T, path string) { rewriteCheckpoint(t, makeClean(t, path), path, noLinks) },
 }
 
 const fixtureSize = 4 << 20
@@ -239,6 +241,17 @@ func badLinks(recs []format.Record) []format.Record {
 	for i, r := range recs {
 		if in, ok := r.(format.InodeRec); ok && in.Mode&syscall.S_IFMT == syscall.S_IFREG && in.Nlink == 2 {
 			in.Nlink++
+			recs[i] = in
+		}
+	}
+	return recs
+}
+
+// noLinks sets the link count of the file with blocks (/big) to 0.
+func noLinks(recs []format.Record) []format.Record {
+	for i, r := range recs {
+		if in, ok := r.(format.InodeRec); ok && in.Mode&syscall.S_IFMT == syscall.S_IFREG && in.Size > 4096 {
+			in.Nlink = 0
 			recs[i] = in
 		}
 	}

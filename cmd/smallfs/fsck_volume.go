@@ -29,7 +29,7 @@ func fsckVolume(path string, dev device.Device, o *fsckOpts, show status) (found
 		return found, nil, found, notes, err
 	}
 	show("repairing")
-	vol, err := volume.Open(dev, volume.Options{Logger: quiet(), CommitInterval: -1, Progress: progressLine(show), Salvage: true})
+	vol, err := volume.Open(dev, volume.Options{Logger: quiet(), CommitInterval: -1, Progress: progressLine(show), Salvage: true, OpenDamaged: true})
 	if err != nil {
 		return found, nil, found, notes, nil // nothing could be repaired
 	}

@@ -99,9 +99,12 @@ func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.P
 // copy-on-write overlay fsck uses. What Open writes (a replay after a
 // crash, freed orphans) and the checkpoint Close writes stay in memory,
 // and no periodic commit or background write-back runs (the kernel
-// refuses every change anyway, and access times are not kept).
+// refuses every change anyway, and access times are not kept). Metadata
+// that fails its checks is served as it is (volume.Options.OpenDamaged):
+// damaged files answer EIO, the others read as they were.
 func readOnlyVolume(dev device.Device, vopts volume.Options) (device.Device, volume.Options) {
 	vopts.CommitInterval = -1
+	vopts.OpenDamaged = true
 	return overlay.New(dev), vopts
 }
 

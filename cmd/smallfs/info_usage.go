@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/volume"
 )
 
 // volumeUsage opens the volume read-only and reads what info shows beyond
@@ -27,8 +29,31 @@ func volumeUsage(path string, dev device.Device) (*usageInfo, string, bool, erro
 		damage = append(damage, d.String())
 		lossy = true
 	}
+	if ps := vol.Recovery().Inconsistent; len(ps) > 0 {
+		damage = append(damage, inconsistentLine(ps))
+	}
 	return &usageInfo{
 		BlocksFree: st.BlocksFree, Files: st.Files, FilesFree: st.FilesFree,
 		Free: volumeAlloc(vol),
 	}, strings.Join(damage, "; "), lossy, nil
+}
+
+// inconsistentLine says what info shows of metadata that fails its
+// checks: how many problems, the first few, and what it means for files.
+func inconsistentLine(ps []volume.Problem) string {
+	const shown = 3
+	var b strings.Builder
+	fmt.Fprintf(&b, "the metadata fails its checks (%d problem(s): ", len(ps))
+	for i, p := range ps {
+		if i == shown {
+			fmt.Fprintf(&b, "; and %d more", len(ps)-shown)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.String())
+	}
+	b.WriteString("): a read-write mount refuses it; damaged files answer EIO read-only, the others read as they were")
+	return b.String()
 }

@@ -35,11 +35,12 @@ func makeFilesystem(dev device.Device, o *mkfsOpts) error {
 // openReadOnly opens the volume on a copy-on-write overlay of dev: the
 // replay and bookkeeping Open does stay in memory and the device is only
 // read. A log damaged before its end is salvaged, in memory too
-// (Recovery.LogDamage says what that loses): a look at the volume should
-// not fail where fsck --repair would go on. Open tells progress (which
-// may be nil) how far it has got. Close the volume when done.
+// (Recovery.LogDamage says what that loses), and metadata that fails its
+// checks is opened as it is (Recovery.Inconsistent): a look at the volume
+// should not fail where fsck --repair would go on. Open tells progress
+// (which may be nil) how far it has got. Close the volume when done.
 func openReadOnly(path string, dev device.Device, progress func(volume.Progress)) (*volume.Volume, error) {
-	vol, err := volume.Open(overlay.New(dev), volume.Options{CommitInterval: -1, Logger: quiet(), Progress: progress, Salvage: true})
+	vol, err := volume.Open(overlay.New(dev), volume.Options{CommitInterval: -1, Logger: quiet(), Progress: progress, Salvage: true, OpenDamaged: true})
 	if err != nil {
 		return nil, volumeError(path, err)
 	}
@@ -60,6 +61,11 @@ func volumeError(path string, err error) error {
 	}
 	if ferr := formatError(path, err); !strings.HasPrefix(ferr.Error(), path+": open:") {
 		return ferr
+	}
+	if errors.Is(err, volume.ErrInconsistent) {
+		return explain(err, "%s: damaged filesystem: %s; run smallfs fsck --repair, which drops or cuts only the damaged files and names each "+
+			"(smallfs fsck lists every problem; a read-only mount, -o ro, serves the undamaged files meanwhile)",
+			path, strings.TrimPrefix(err.Error(), "open: "))
 	}
 	if errors.Is(err, journal.ErrLogDamaged) {
 		return explain(err, "%s: damaged filesystem: %s; run smallfs fsck --repair, which keeps what the log holds before the damage",

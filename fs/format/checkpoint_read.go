@@ -119,7 +119,14 @@ func (r *checkpointReader) readHead(hb []byte, block uint64, index uint32, id ui
 }
 
 // extent feeds the payload held by one extent, whose head block is in hb.
+// An extent reaching past the block where the payload ends is damage: the
+// writer fills each extent before the next and gives back the tail of the
+// last, so one that claims more would have its owner claim blocks it never
+// wrote (and take them from whatever does).
 func (r *checkpointReader) extent(hb []byte, start, blocks uint64, hdr int) error {
+	if need := (uint64(hdr) + min(r.left, blocks*uint64(r.bs)-uint64(hdr)) + uint64(r.bs) - 1) / uint64(r.bs); blocks > need {
+		return fmt.Errorf("format: checkpoint extent at block %d holds %d blocks, its payload %d: %w", start, blocks, need, ErrCorrupt)
+	}
 	p := hb[hdr:]
 	p = p[:min(uint64(len(p)), r.left)]
 	if err := r.feed(p); err != nil {

@@ -171,6 +171,27 @@ func TestCheckpointCorruption(t *testing.T) {
 	}
 }
 
+// TestCheckpointExtentPastPayload: a header claiming more blocks than its
+// payload fills (with checksums right) is refused: the volume would mark
+// them used, over whatever owns them.
+func TestCheckpointExtentPastPayload(t *testing.T) {
+	for _, maxRun := range []uint64{1 << 20, 3} { // the last extent is the first, or a later one
+		dev := device.NewMem(8 << 20)
+		info := writeCheckpoint(t, dev, newBumpAlloc(40, maxRun), sampleRecords(), CheckpointOptions{})
+		last := info.Extents[len(info.Extents)-1]
+		b := dev.Bytes()[last.Start*512:]
+		h, err := DecodeCheckpointHead(b, uint32(len(info.Extents)-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Len += 2
+		h.encode(b) // checksums right
+		if _, _, err := readAll(dev, info, 512); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%d extents, the last of %d blocks: %v", len(info.Extents), h.Len, err)
+		}
+	}
+}
+
 func TestCheckpointWriterErrors(t *testing.T) {
 	if _, err := NewCheckpointWriter(device.NewMem(1<<20), CheckpointOptions{BlockSize: 512}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("no alloc: %v", err)

@@ -224,6 +224,10 @@ type Recovery struct {
 	// LogDamage is set when Open salvaged a log damaged before its end
 	// (Options.Salvage): the committed transactions it names are lost.
 	LogDamage *LogDamage
+	// Inconsistent lists what is wrong with metadata that failed its
+	// checks and was opened anyway (Options.OpenDamaged); nil when it
+	// passed. Check finds the same problems, until Repair mends them.
+	Inconsistent []Problem
 }
 
 // LogDamage is a log damaged before its end, salvaged: replay kept the

@@ -190,14 +190,20 @@ func (v *Volume) applyDirent(r *format.DirentRec) error {
 		return corruptf("directory %d: entry %q: %v", r.Parent, r.Name, err)
 	}
 	c, err := v.inodeRec(r.Ino, 0)
-	if err != nil {
+	if err != nil && (v.loading == nil || !v.inodes.valid(Ino(r.Ino))) {
 		return err
 	}
-	if r.Cookie < firstCookie {
-		return corruptf("directory %d: entry %q has reserved cookie %d", r.Parent, r.Name, r.Cookie)
+	// A checkpoint's entry naming a missing inode is loaded as it is, for
+	// metaCheck to report and Repair to remove: the rest of the
+	// checkpoint is still good. (The log is replayed strictly.)
+	if r.Cookie < firstCookie || r.Cookie >= maxCookie {
+		return corruptf("directory %d: entry %q has cookie %d outside [%d, %d)", r.Parent, r.Name, r.Cookie, firstCookie, maxCookie)
 	}
-	if cd := c.dirOf(); cd != nil {
-		cd.parent = Ino(r.Parent)
+	if p := d.at(r.Cookie); p >= 0 && d.ents[p].name != "" && d.ents[p].name != r.Name {
+		return corruptf("directory %d: entries %q and %q have the same cookie %d", r.Parent, d.ents[p].name, r.Name, r.Cookie)
+	}
+	if c != nil && c.dirOf() != nil {
+		c.dirOf().parent = Ino(r.Parent)
 	}
 	if v.loading != nil {
 		wasLoading := d.loading

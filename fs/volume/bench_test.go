@@ -24,7 +24,33 @@ import (
 var (
 	benchFiles = flag.Int("bench.files", 100000, "files of the small-file benchmark")
 	benchEmpty = flag.Int("bench.empty", 1000000, "files of the memory and open-time benchmarks")
+	// benchExtents gives the files of BenchmarkOpen and
+	// BenchmarkCheckpointEncode a one-block extent each (what a small
+	// file has), so the checks of extents are priced too.
+	benchExtents = flag.Bool("bench.extents", false, "files of the open-time and checkpoint benchmarks get a one-block extent each")
 )
+
+// giveExtents gives files f0..f(n-1) of the root a one-block extent and a
+// one-block size each, as a write-back would, without writing data.
+func giveExtents(b *testing.B, v *Volume, n int) {
+	b.Helper()
+	if !*benchExtents {
+		return
+	}
+	for i := range n {
+		a := must[Attr](b)(v.Lookup(root, RootIno, "f"+strconv.Itoa(i)))
+		v.mu.Lock()
+		var none uint64
+		e, err := v.space.alloc(v.dataStart, 1, &none)
+		if err == nil {
+			rec := v.inodes.get(a.Ino).record(a.Ino)
+			rec.Size = uint64(v.blockSize)
+			_, err = v.commit(rec, format.ExtentsRec{Ino: uint64(a.Ino), Extents: []format.Extent{{Physical: e.Off, Len: 1}}})
+		}
+		v.mu.Unlock()
+		ok(b, err)
+	}
+}
 
 // benchVolume makes a volume on a sparse image file of size bytes.
 func benchVolume(b *testing.B, size int64, opts Options) (*Volume, *device.File, string) {
@@ -225,10 +251,11 @@ func BenchmarkMemoryPerFile(b *testing.B) {
 func BenchmarkOpen(b *testing.B) {
 	n := *benchEmpty
 	for range b.N {
-		v, dev, path := benchVolume(b, int64(n)*bytesPerInode*2+256<<20, Options{CommitInterval: -1})
+		v, dev, path := benchVolume(b, int64(n)*(bytesPerInode*2+4096)+256<<20, Options{CommitInterval: -1})
 		for i := range n {
 			must[Attr](b)(v.Mknod(root, RootIno, "f"+strconv.Itoa(i), 0o644, 0))
 		}
+		giveExtents(b, v, n)
 		ok(b, v.Close())
 		ok(b, dev.Close())
 		clean, cleanCPU := timeOpen(b, path, func(v *Volume) {
@@ -380,30 +407,47 @@ func BenchmarkDirtyExpire(b *testing.B) {
 }
 
 // BenchmarkCheckpointEncode prices the encoding of a checkpoint of
-// -bench.files empty files (an inode and an entry each) into memory, in
-// one slice; the periodic checkpoint spends it in slices of
-// snapshotBudget. It reports ns and allocations per file.
+// -bench.files empty files (an inode and an entry each; with
+// -bench.extents, a one-block extent each too) into memory, in one slice;
+// the periodic checkpoint spends it in slices of snapshotBudget. It
+// reports ns and allocations per file, without and with the guard's
+// check (guard.go): what the check adds to every checkpoint.
 func BenchmarkCheckpointEncode(b *testing.B) {
 	v := emptyFiles(b, *benchFiles)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		var buf format.RecordBuffer
-		v.mu.RLock()
-		err := v.records(&buf)
-		v.mu.RUnlock()
-		ok(b, err)
+	for _, guard := range []bool{false, true} {
+		b.Run(fmt.Sprintf("guard=%v", guard), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				var buf format.RecordBuffer
+				var c *metaCheck
+				v.mu.RLock()
+				if guard {
+					c = newMetaCheck(v, v.inodes.next, true, true)
+				}
+				err := v.records(&buf, c)
+				v.mu.RUnlock()
+				ok(b, err)
+				if guard {
+					c.finish()
+					c.finishBlocks(nil)
+					if len(c.findings) > 0 {
+						b.Fatal(c.problems())
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(*benchFiles), "ns/file")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(*benchFiles), "ns/file")
 }
 
 // emptyFiles returns a volume of n empty files f0, f1, ... in the root,
 // committed.
 func emptyFiles(b *testing.B, n int) *Volume {
-	v, _, _ := benchVolume(b, int64(n)*bytesPerInode*4+256<<20, Options{CommitInterval: -1})
+	v, _, _ := benchVolume(b, int64(n)*(bytesPerInode*4+4096)+256<<20, Options{CommitInterval: -1})
 	for i := range n {
 		must[Attr](b)(v.Mknod(root, RootIno, "f"+strconv.Itoa(i), 0o644, 0))
 	}
+	giveExtents(b, v, n)
 	ok(b, v.Sync())
 	return v
 }

@@ -55,12 +55,18 @@ func (v *Volume) writeSuperblock(sb *format.Superblock) error {
 //
 // It holds the metadata lock across its device writes, so changes wait
 // for it: it is for Close and a full log. It supersedes a periodic
-// checkpoint being encoded (checkpointConcurrent), which it cancels. A
-// failure other than want of space stops the volume (failOnCheckpoint).
+// checkpoint being encoded (checkpointConcurrent), which it cancels.
+// What it writes passes the guard (verifyCheckpoint) before it is made
+// current. A failure other than want of space, the guard's included,
+// stops the volume (failOnCheckpoint); a volume opened damaged writes
+// none.
 func (v *Volume) checkpoint(clean bool) (err error) {
 	defer func() { v.failOnCheckpoint(err) }()
 	if err := v.refuseChange(); err != nil {
 		return err
+	}
+	if v.damagedOpen() {
+		return nil
 	}
 	if s := v.snap; s != nil {
 		s.cancelled = true
@@ -76,13 +82,18 @@ func (v *Volume) checkpoint(clean bool) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := v.records(w); err != nil {
+	c := newMetaCheck(v, v.inodes.next, true, false)
+	if err := v.records(w, c); err != nil {
 		w.Abort()
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if d.info, err = w.Finish(); err != nil {
 		w.Abort()
 		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := v.verifyCheckpoint(c, d.extents); err != nil {
+		v.releaseAll(d.extents)
+		return err
 	}
 	return v.publish(d, clean)
 }
@@ -107,6 +118,12 @@ func (v *Volume) checkpointConcurrent() error {
 // the read lock and calling between (if set) before each: tests change
 // the metadata there.
 func (v *Volume) snapshotCheckpoint(budget int, between func()) error {
+	v.mu.RLock()
+	damaged := v.damagedOpen()
+	v.mu.RUnlock()
+	if damaged {
+		return nil
+	}
 	enc, err := v.encodeSnapshot(budget, between)
 	if err != nil || enc == nil {
 		return err
@@ -150,6 +167,10 @@ func (v *Volume) writeSnapshot(enc *encodedSnapshot) (err error) {
 		w.Abort()
 		return fmt.Errorf("checkpoint: %w", err)
 	}
+	if err := v.verifyCheckpoint(enc.check, nil); err != nil {
+		v.releaseAll(enc.d.extents)
+		return err
+	}
 	return v.publish(enc.d, false)
 }
 
@@ -158,7 +179,8 @@ type encodedSnapshot struct {
 	buf     format.RecordBuffer
 	d       draft
 	nextGen uint64
-	saved   int // inodes and directories saved by changes meanwhile
+	saved   int        // inodes and directories saved by changes meanwhile
+	check   *metaCheck // what the encoding saw, for the guard
 }
 
 // encodeSnapshot encodes the metadata as it is now, in slices (see
@@ -175,7 +197,8 @@ func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, e
 		return nil, nil
 	}
 	s := newSnapshot(v.inodes.next)
-	enc := &encodedSnapshot{d: draft{nextIno: uint64(v.inodes.next)}, nextGen: v.nextGen}
+	s.check = newMetaCheck(v, v.inodes.next, true, true)
+	enc := &encodedSnapshot{d: draft{nextIno: uint64(v.inodes.next)}, nextGen: v.nextGen, check: s.check}
 	enc.d.pos, enc.d.seq = v.j.Mark()
 	v.snap = s
 	v.mu.Unlock()
@@ -307,8 +330,10 @@ func trimExtents(es []alloc.Extent, f alloc.Extent) []alloc.Extent {
 // inodes (v.mu held). It is a snapshot encoded in one slice: the inode,
 // entry and extent records, one or two per file, go through the writer's
 // unboxed methods from one reused struct each, with no allocation per
-// file.
-func (v *Volume) records(w recordSink) error {
-	_, err := newSnapshot(v.inodes.next).encode(v, w, math.MaxInt)
+// file. c, if set, checks what it writes (the guard).
+func (v *Volume) records(w recordSink, c *metaCheck) error {
+	s := newSnapshot(v.inodes.next)
+	s.check = c
+	_, err := s.encode(v, w, math.MaxInt)
 	return err
 }

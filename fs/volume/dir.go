@@ -13,6 +13,10 @@ import (
 // up, increasing in the order they were added to the directory.
 const firstCookie = 3
 
+// maxCookie bounds cookies: they grow by one per entry a directory ever
+// held, so one this high is damage, and the next cookie never wraps.
+const maxCookie = 1 << 62
+
 // smallDir is the largest directory searched by a linear scan; larger ones
 // get a hash index (see "# Memory" in doc.go for the figures behind it).
 const smallDir = 16
@@ -140,8 +144,14 @@ func (d *dir) appendLoaded(name string, ino Ino, cookie uint64) bool {
 }
 
 // indexLoaded builds the name index of a directory filled by appendLoaded
-// and reports a name listed twice (which a checkpoint never holds).
-func (d *dir) indexLoaded() error {
+// and reports a name listed twice (which a checkpoint never holds),
+// leaving the directory unindexed.
+func (d *dir) indexLoaded() (err error) {
+	defer func() {
+		if err != nil {
+			d.index, d.clash, d.loading = nil, nil, true
+		}
+	}()
 	d.loading = false
 	if d.live <= smallDir {
 		for i, e := range d.ents {
@@ -174,6 +184,26 @@ func (d *dir) indexLoaded() error {
 		d.clash[e.name] = uint32(i)
 	}
 	return nil
+}
+
+// dropDuplicates keeps the first entry of each name in a directory that
+// indexLoaded refused and returns the names of the entries it dropped;
+// indexLoaded is then run again.
+func (d *dir) dropDuplicates() []string {
+	seen := make(map[string]bool, d.live)
+	var dropped []string
+	kept := d.ents[:0]
+	for _, e := range d.ents {
+		if e.name != "" && seen[e.name] {
+			dropped = append(dropped, e.name)
+			continue
+		}
+		seen[e.name] = true
+		kept = append(kept, e)
+	}
+	d.ents = kept
+	d.live -= len(dropped)
+	return dropped
 }
 
 func (d *dir) indexAdd(name string, p uint32) {
@@ -244,6 +274,18 @@ func (d *dir) liveEntries(extra int) []dent {
 		}
 	}
 	return live
+}
+
+// at returns the position of the entry (live or a hole) with cookie, or
+// -1.
+func (d *dir) at(cookie uint64) int {
+	if n := len(d.ents); n == 0 || d.ents[n-1].cookie < cookie {
+		return -1 // an append: the common case costs one comparison
+	}
+	if i := d.from(cookie - 1); i < len(d.ents) && d.ents[i].cookie == cookie {
+		return i
+	}
+	return -1
 }
 
 // from returns the position of the first entry with a cookie above cookie.

@@ -44,9 +44,13 @@
 //	sync.go        Sync, Fsync, the periodic commit
 //	failed.go      a device error writing metadata stops the volume
 //	statfs.go      StatFS
+//	metacheck.go   metaCheck: the invariants Open, every checkpoint and Check verify
+//	damaged.go     metadata that fails them: refused, or opened damaged (OpenDamaged)
+//	guard.go       the checkpoint guard
 //	check.go       Check
 //	beyond.go      FilesBeyond: what an image cut short lost
 //	repair.go      Repair: what fsck --repair fixes, and /lost+found
+//	repair_data.go Repair of damaged files: the damaged part only
 //	acct.go        memory accounting (layer "fs")
 //
 // # The model
@@ -392,24 +396,38 @@
 //     failure is there. A checkpoint refused for want of space
 //     (ErrNoSpace) is not a device error and stops nothing.
 //
-// # Check
+// # Checks
 //
-// Check walks the whole tree and the allocator and returns every problem it
-// finds: entries naming missing inodes, link counts, directories with a
-// wrong parent or two names, orphans nothing keeps, inline data or extents
-// disagreeing with the size or the file type, extent maps overlapping
-// themselves, blocks owned twice, owned and free, or neither (leaked), and
-// the free-space counters against the allocator. Tests register it for
-// every volume they create (closing, reopening and checking again) and keep
-// the image of a failing volume in a file whose path they print.
+// Checksums say the bytes are the ones written, not that what was written
+// makes a filesystem. metaCheck is the list of invariants the code relies
+// on that records alone can break: link counts against the names found,
+// entries naming live inodes, one name per directory and a tree the root
+// reaches, data within each file's size and type, extents inside the data
+// area, no block claimed twice. It is fed by the traversal that encodes a
+// checkpoint, and runs in three places. Open checks what it loaded and
+// refuses what fails (ErrInconsistent), writing nothing; with
+// Options.OpenDamaged it opens it for a look or a repair: files whose
+// data is damaged answer EIO, the others read as they were, and the
+// volume takes no change but Repair's (damaged.go). Every checkpoint is
+// checked before the superblock names it (guard.go): one that fails is
+// not made current, and the volume takes no more changes. And Check.
 //
-// Repair fixes what is safe, each fix a journalled transaction: entries
-// naming missing inodes and extra names of directories are removed,
-// orphans freed, inodes the root does not reach moved to /lost+found
-// (made on demand) as "#INO", and link counts set to the links found.
-// Leaked blocks need nothing: Open rebuilds free space from the extents
-// in use. Open's own repairs (log replay, orphans freed after a crash) are
-// in Recovery.
+// Check adds what only the live volume has: directory indexes, orphans
+// nothing keeps, the inode table's count, blocks owned and free or
+// neither (leaked), and the free-space counters against the allocator.
+// Tests register it for every volume they create (closing, reopening and
+// checking again) and keep the image of a failing volume in a file whose
+// path they print.
+//
+// Repair fixes what is safe, keeping every file it can, each fix a
+// journalled transaction: entries naming missing inodes are removed,
+// extra names of directories are removed, damaged files lose the damaged
+// part only (repair_data.go), cycles of directories are broken, orphans
+// freed, inodes the root does not reach moved to /lost+found (made on
+// demand) as "#INO", and link counts set to the links found. Leaked
+// blocks need nothing: Open rebuilds free space from the extents in use.
+// Open's own repairs (log replay, orphans freed after a crash) are in
+// Recovery.
 //
 // # Memory
 //

@@ -113,3 +113,12 @@ func opErr(op, name string, err error) error {
 
 // IsCorrupt reports whether err says the volume's metadata is inconsistent.
 func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
+
+// ErrInconsistent is wrapped, with ErrCorrupt, by Open's error when the
+// metadata loads but fails the checks the volume's code relies on (link
+// counts against names, entries naming live inodes, the directory tree,
+// data within sizes and extents within the data area, no block claimed
+// twice), and by the error of a checkpoint the volume refused to write
+// for the same reason. Repair mends such metadata; Options.OpenDamaged
+// opens it for a look.
+var ErrInconsistent = errors.New("metadata fails its checks")

@@ -27,6 +27,9 @@ func (v *Volume) Failed() error {
 	if f == nil {
 		return nil
 	}
+	if errors.Is(f.err, ErrInconsistent) {
+		return fmt.Errorf("metadata in memory fails its checks: %w", f.err)
+	}
 	return fmt.Errorf("device error writing metadata: %w", f.err)
 }
 
@@ -41,8 +44,11 @@ func (v *Volume) fail(where string, err error) {
 		v.j.Fail(err)
 	}
 	what := "cannot write metadata to the device"
-	if where == "apply" {
+	switch {
+	case where == "apply":
 		what = "a logged transaction does not apply to the metadata in memory"
+	case errors.Is(err, ErrInconsistent): // the checkpoint guard (guard.go)
+		what = "a checkpoint of the metadata in memory fails its checks, so it was not written"
 	}
 	v.opts.Logger.WithError(err).WithField("in", where).
 		Error(what + ": the volume is read-only from now on (changes get EROFS, fsync EIO) and writes nothing more; " +

@@ -109,9 +109,15 @@ func (v *Volume) open(ino, home Ino, flags uint32) (*Handle, error) {
 	case !n.isReg():
 		return nil, ErrInvalid
 	}
+	if err := damagedData(ino, n); err != nil {
+		return nil, err
+	}
 	acc := flags & syscall.O_ACCMODE
 	if acc != syscall.O_RDONLY {
 		if err := v.refuseChange(); err != nil { // as open(2) on a read-only mount
+			return nil, err
+		}
+		if err := v.frozenErr(); err != nil {
 			return nil, err
 		}
 	}

@@ -48,7 +48,7 @@ type inode struct {
 	// its own: 128 bytes fewer (see "# Memory" in doc.go). Otherwise
 	// oneLen is 0 and the map, if any, is x.extents.
 	oneLen  uint16
-	flags   uint8 // in-memory only: inodeLinkable, inodeLost; fills padding
+	flags   uint8 // in-memory only: inodeLinkable, inodeLost, inodeDamaged; fills padding
 	onePhys uint64
 	x       *inodeExt
 }
@@ -66,6 +66,9 @@ const (
 	// (ErrLost) until it is emptied (a write-back commits size 0) or
 	// freed. Not kept across a remount, which is a crash to the writer.
 	inodeLost
+	// inodeDamaged marks a file whose data fails metaCheck in a volume
+	// opened with Options.OpenDamaged: opening it answers EIO.
+	inodeDamaged
 )
 
 // inodeExt holds what only some inodes have.

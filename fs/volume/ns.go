@@ -30,10 +30,13 @@ func (v *Volume) Lookup(ctx Context, parent Ino, name string) (Attr, error) {
 		if !ok {
 			return Attr{}, opErr("lookup", name, ErrNotFound)
 		}
+		if _, err := v.child(r); err != nil {
+			return Attr{}, opErr("lookup", name, err)
+		}
 		ino = r.ino
 	}
 	n := v.inodes.get(ino)
-	if n == nil {
+	if n == nil { // ".." of a directory removed while in use
 		return Attr{}, opErr("lookup", name, ErrNotFound)
 	}
 	v.ref(n)
@@ -51,6 +54,17 @@ func (v *Volume) Parent(dir Ino) (Ino, error) {
 		return 0, opErr("lookup", "..", err)
 	}
 	return p.dirOf().parent, nil
+}
+
+// child returns the inode entry r names. An entry naming a missing inode
+// is damaged metadata, which Open refuses and only a volume opened with
+// Options.OpenDamaged serves: it answers EIO.
+func (v *Volume) child(r dref) (*inode, error) {
+	n := v.inodes.get(r.ino)
+	if n == nil {
+		return nil, corruptf("entry names missing inode %d", r.ino)
+	}
+	return n, nil
 }
 
 // ref counts one kernel reference to n when lookups are tracked.
@@ -116,6 +130,9 @@ func (v *Volume) Readlink(ino Ino) (string, error) {
 	}
 	if !n.isLink() {
 		return "", opErr("readlink", "", ErrInvalid)
+	}
+	if n.x == nil || n.x.target == "" { // damaged: no target was loaded
+		return "", opErr("readlink", "", corruptf("symlink %d has no target", ino))
 	}
 	return n.x.target, nil
 }
@@ -330,7 +347,10 @@ func (v *Volume) remove(ctx Context, parent Ino, name string, wantDir bool) erro
 	if !ok {
 		return ErrNotFound
 	}
-	c := v.inodes.get(r.ino)
+	c, err := v.child(r)
+	if err != nil {
+		return err
+	}
 	switch {
 	case wantDir && !c.isDir():
 		return ErrNotDir

@@ -1,9 +1,11 @@
 package volume
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/smallfs/smallfs/alloc"
@@ -17,8 +19,9 @@ import (
 // closed cleanly, frees inodes left without links by a crash, rebuilds free
 // space from every extent referenced, and starts the periodic commit. It
 // refuses a device of a newer format version, with two bad superblocks, or
-// whose metadata is inconsistent (an extent map overlapping itself or
-// another, a record naming a missing inode), naming what is wrong. A
+// whose metadata does not load (records that do not apply) or loads but
+// fails its checks (metaCheck: ErrInconsistent, unless
+// Options.OpenDamaged), naming what is wrong and writing nothing. A
 // damaged newest checkpoint is worked around when the older one and the
 // log lose nothing (openOlder, Recovery.Damaged). dev stays the caller's:
 // Close does not close it.
@@ -51,6 +54,14 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 			err = &marked{fmt.Errorf("%w; no older checkpoint to fall back to (%s)", damage, why), ErrNoCheckpoint}
 		}
 	}
+	if err != nil && damage != nil && opts.OpenDamaged && !errors.Is(damage.err, format.ErrCorrupt) {
+		// No checkpoint stands in, but the newest one's bytes are sound:
+		// for a look or a repair, load it without the records that do
+		// not apply.
+		if lv, lhead, lnext, lerr := openLenient(dev, opts, sb); lerr == nil {
+			v, head, nextSeq, err = lv, lhead, lnext, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
@@ -59,7 +70,8 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	if v.recovery.Damaged != nil {
 		loaded = older
 	}
-	if err := v.rebuildSpace(sb.Blocks); err != nil {
+	damaged, err := v.checkLoaded()
+	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
 	v.space.setCheckpoint(blocksIn(v.refs[loaded.Slot].extents))
@@ -67,6 +79,9 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		Region: sb.Log, BlockSize: sb.BlockSize, Head: head, NextSeq: nextSeq, Tail: loaded.LogHead,
 		DataSums: v.dataSums, OnDurable: v.onDurable(nextSeq - 1), Logger: opts.Logger, Accounting: opts.Accounting,
 	})
+	if errors.Is(err, journal.ErrBadArgument) { // the log position the superblock names is impossible
+		err = fmt.Errorf("superblock: %w (%w)", ErrCorrupt, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
@@ -84,9 +99,12 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		v.j.Close()
 		return nil, fmt.Errorf("open: %w", err)
 	}
-	if err := v.freeOrphans(); err != nil {
+	if err := v.freeOrphans(damaged); err != nil {
 		v.j.Close()
 		return nil, fmt.Errorf("open: %w", err)
+	}
+	if damaged != nil {
+		v.openDamaged(damaged.findings)
 	}
 	v.startCommitter()
 	v.startFlusher()
@@ -216,6 +234,41 @@ func openOlder(dev device.Device, opts Options, sb, older *format.Superblock, da
 	return v, head, next, nil
 }
 
+// openLenient loads the checkpoint sb names leaving out each record that
+// does not apply (a directory entry in a file, data of a missing inode, a
+// name listed twice, ...), noting it in v.dropped, and replays the log
+// after it. It is the last resort of Options.OpenDamaged, when no
+// checkpoint loads as it is: what it leaves out is reported as a problem,
+// the volume opens damaged, and Repair's fresh checkpoint leaves it out
+// for good.
+func openLenient(dev device.Device, opts Options, sb *format.Superblock) (*Volume, journal.Position, uint64, error) {
+	v := newVolume(dev, opts, sb)
+	v.lenient = true
+	head, next, err := v.load(sb)
+	v.lenient = false
+	if err != nil {
+		return nil, journal.Position{}, 0, err
+	}
+	opts.Logger.WithField("left_out", len(v.dropped)).
+		Warn("no checkpoint loads as it is: loaded the newest without the records that do not apply")
+	return v, head, next, nil
+}
+
+// applyOrDrop is apply for a lenient load (openLenient): a record that
+// does not apply is noted and left out.
+func (v *Volume) applyOrDrop(r format.Record) error {
+	err := v.apply(r)
+	if err == nil || !errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	ino, dir := touches(r)
+	v.dropped = append(v.dropped, finding{
+		Problem: Problem{Ino: cmp.Or(ino, dir), What: "checkpoint record not loaded: " + strings.TrimSuffix(err.Error(), ": "+ErrCorrupt.Error())},
+		kind:    findRecord,
+	})
+	return nil
+}
+
 // lastLogged is the last transaction known committed when the checkpoint
 // sb names does not load: the last one it covers, or the last one the
 // log after its position holds, which is read through without applying
@@ -291,7 +344,7 @@ func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
 // *checkpointDamage.
 func (v *Volume) loadFrom(sb *format.Superblock) error {
 	info, err := v.loadCheckpoint(sb)
-	if err == nil && v.inodes.get(RootIno) == nil {
+	if root := v.inodes.get(RootIno); err == nil && (root == nil || !root.isDir()) {
 		err = fmt.Errorf("checkpoint has no root directory: %w", ErrCorrupt)
 	}
 	if err != nil {
@@ -365,55 +418,106 @@ func (v *Volume) loadCheckpoint(sb *format.Superblock) (format.CheckpointInfo, e
 	v.loading = &dirs
 	defer func() { v.loading = nil }()
 	apply := v.apply
+	if v.lenient {
+		apply = v.applyOrDrop
+	}
 	if v.opts.Progress != nil {
 		pr := v.progress(PhaseCheckpoint, v.checkpointRecords(sb))
 		defer pr.end()
-		apply = func(r format.Record) error { pr.step(); return v.apply(r) }
+		each := apply
+		apply = func(r format.Record) error { pr.step(); return each(r) }
 	}
 	info, err := format.ScanCheckpoint(v.dev, sb.CheckpointLoc(), apply)
 	if err != nil {
 		return info, err
 	}
 	for _, d := range dirs {
-		if err := v.indexLoaded(d.d, d.ino); err != nil {
+		err := v.indexLoaded(d.d, d.ino)
+		if err != nil && v.lenient {
+			for _, name := range d.d.dropDuplicates() {
+				v.acct.dirents.Free(direntBytes + int64(len(name)))
+				v.dropped = append(v.dropped, finding{
+					Problem: Problem{Ino: Ino(d.ino), What: fmt.Sprintf("checkpoint entry %q listed twice: the second not loaded", name)},
+					kind:    findRecord,
+				})
+			}
+			err = v.indexLoaded(d.d, d.ino)
+		}
+		if err != nil {
 			return info, err
 		}
 	}
 	return info, nil
 }
 
-// rebuildSpace builds the allocator from every block in use: the
-// superblocks and log, the checkpoints the superblocks name, and the files'
-// extents. Blocks claimed twice are corruption.
-func (v *Volume) rebuildSpace(blocks uint64) error {
+// checkLoaded checks what Open loaded (metaCheck) and builds the
+// allocator from every block in use: the superblocks and log, the
+// checkpoints the superblocks name, and the files' extents. The
+// allocator's build sorts them and finds blocks claimed twice, whose
+// owners sharedBlocks then names. Metadata that fails is refused with an
+// *inconsistentError, or with Options.OpenDamaged kept: the check is
+// returned with its findings (the allocator then holds each block claimed
+// once). Without findings it returns nil.
+func (v *Volume) checkLoaded() (*metaCheck, error) {
+	pr := v.progress(PhaseSpace, v.inodes.used)
+	m := v.checkMeta(false)
 	used := append([]alloc.Extent(nil), v.fixed...)
 	used = append(used, v.ckptExtents()...)
-	pr := v.progress(PhaseSpace, v.inodes.used)
 	v.inodes.all(func(_ Ino, n *inode) bool {
 		used = append(used, physical(n.extents())...)
 		pr.step()
 		return true
 	})
 	pr.end()
-	s, err := newSpace(blocks, v.dataStart, used, v.blockSize)
+	m.findings = append(slices.Clone(v.dropped), m.findings...)
+	s, err := newSpace(v.sb.Blocks, v.dataStart, used, v.blockSize)
 	if err != nil {
-		return fmt.Errorf("free space: %w (%w)", ErrCorrupt, err)
+		m.findings = append(m.findings, v.sharedBlocks()...)
+		if !slices.ContainsFunc(m.findings, func(f finding) bool { return f.kind == findBlocks }) {
+			m.findings = append(m.findings, finding{Problem: Problem{What: "free space: " + err.Error()}, kind: findBlocks})
+		}
+	}
+	if len(m.findings) == 0 {
+		v.space = s
+		if v.sums != nil {
+			v.sums = v.sums.only(used)
+		}
+		return nil, nil
+	}
+	if !v.opts.OpenDamaged {
+		return nil, &inconsistentError{what: "metadata", findings: m.findings}
+	}
+	if s == nil {
+		used = union(used, v.sb.Blocks) // bounded and disjoint, for the sums below too
+		if s, err = newSpace(v.sb.Blocks, v.dataStart, used, v.blockSize); err != nil {
+			return nil, fmt.Errorf("free space: %w (%w)", ErrCorrupt, err)
+		}
 	}
 	v.space = s
 	if v.sums != nil {
 		v.sums = v.sums.only(used)
 	}
-	return nil
+	return m, nil
 }
 
 // freeOrphans frees inodes a crash left without links (unlinked while
-// open).
-func (v *Volume) freeOrphans() error {
+// open). In metadata opened damaged it leaves an inode that still has a
+// name, or damaged data, to Repair.
+func (v *Volume) freeOrphans(damage *metaCheck) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	var keep map[Ino]bool
+	if damage != nil {
+		keep = map[Ino]bool{}
+		for _, f := range damage.findings {
+			if f.damagesFile() {
+				keep[f.Ino] = true
+			}
+		}
+	}
 	var orphans []Ino
 	v.inodes.all(func(ino Ino, n *inode) bool {
-		if n.nlink == 0 {
+		if n.nlink == 0 && (damage == nil || damage.found[ino] == 0 && !keep[ino]) {
 			orphans = append(orphans, ino)
 		}
 		return true
@@ -444,6 +548,7 @@ func (v *Volume) freeOrphans() error {
 func (v *Volume) Recovery() Recovery {
 	r := v.recovery
 	r.Orphans = slices.Clone(r.Orphans)
+	r.Inconsistent = slices.Clone(r.Inconsistent)
 	if d := r.Damaged; d != nil {
 		c := *d
 		r.Damaged = &c

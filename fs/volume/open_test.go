@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/format"
 )
 
 // TestOpenIndexesLoadedDirs: directories read from a checkpoint are
@@ -35,14 +36,21 @@ func TestOpenIndexesLoadedDirs(t *testing.T) {
 			must[Attr](t)(v.Mknod(root, d, "new", 0o644, 0))
 			checkOK(t, v, dev, "after reopen")
 
-			// Break it: a second entry of an existing name, then checkpoint.
-			dd := v.inodes.get(d).dirOf()
-			dup := dd.ents[len(dd.ents)-1]
-			dup.cookie = dd.next
-			dd.ents = append(dd.ents, dup)
+			// Break it: a newest checkpoint lists a name twice (the
+			// volume's own would not: its guard checks what it writes).
+			ok(t, v.Close())
+			rewriteCheckpoint(t, dev, 1, func(recs []format.Record) []format.Record {
+				for i := len(recs) - 1; i >= 0; i-- {
+					if e, ok := recs[i].(format.DirentRec); ok && Ino(e.Parent) == d {
+						e.Cookie += 1000
+						return append(recs, e)
+					}
+				}
+				t.Fatal("no entry to list twice")
+				return nil
+			})
 			// Open finds it, and falls back to the checkpoint before
 			// and the log, which hold the directory as it should be.
-			ok(t, v.Close())
 			v, err := Open(dev.Reopen(), opts)
 			if err != nil {
 				t.Fatalf("checkpoint listing a name twice: %v", err)

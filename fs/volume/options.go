@@ -69,6 +69,15 @@ type Options struct {
 	// fsck --repair sets it, and so do read-only opens (fsck's check,
 	// info), in memory. Default false: a mount refuses.
 	Salvage bool
+	// OpenDamaged makes Open accept metadata that loads but fails its
+	// checks (ErrInconsistent), for a look or a repair: the volume takes
+	// no change but Repair's until Repair has mended it (Close then
+	// writes nothing), each file whose data is damaged answers EIO, an
+	// entry naming a missing inode answers EIO, and every other file
+	// reads as it was. Recovery.Inconsistent lists what is wrong. fsck
+	// (both ways), info and a read-only mount set it. Default false:
+	// Open refuses such metadata.
+	OpenDamaged bool
 	// Progress, if set, hears how Open is getting on, for a progress line
 	// on a terminal (fsck, mount of a big volume): it is called from
 	// Open's goroutine at the start and end of each phase and every

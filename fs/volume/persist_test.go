@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -156,17 +157,36 @@ func TestOpenRefuses(t *testing.T) {
 		t.Fatalf("newer version: %v", err)
 	}
 
-	// Two files claiming the same blocks: give one the other's extents and
-	// let Close checkpoint that.
+	// Two files claiming the same blocks in a checkpoint: Open names both.
 	dev = fresh()
 	v, err := Open(dev, Options{CommitInterval: -1})
 	ok(t, err)
 	a := writeFile(t, v, RootIno, "a", pattern(9000, 1))
 	b := writeFile(t, v, RootIno, "b", pattern(9000, 2))
-	v.inodes.get(b).setExtents(v.inodes.get(a).extents())
 	ok(t, v.Close())
-	if _, err := Open(dev.Reopen(), Options{}); !IsCorrupt(err) {
+	rewriteCheckpoint(t, dev, 2, func(recs []format.Record) []format.Record {
+		var ea []format.Extent
+		for _, r := range recs {
+			if e, ok := r.(format.ExtentsRec); ok && Ino(e.Ino) == a {
+				ea = e.Extents
+			}
+		}
+		for i, r := range recs {
+			if e, ok := r.(format.ExtentsRec); ok && Ino(e.Ino) == b {
+				e.Extents = ea
+				recs[i] = e
+			}
+		}
+		return recs
+	})
+	_, err = Open(dev.Reopen(), Options{})
+	if !IsCorrupt(err) || !errors.Is(err, ErrInconsistent) {
 		t.Fatalf("overlapping extents: %v", err)
+	}
+	for _, want := range []string{"inode " + itoa(a) + ": blocks", "shared with inode " + itoa(b), "inode " + itoa(b) + ": blocks"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("overlapping extents: %v, does not say %q", err, want)
+		}
 	}
 
 	_, err = Open(fresh(), Options{DirtyThreshold: 1, InlineThreshold: 1 << 20})

@@ -30,8 +30,14 @@ func (v *Volume) DirEnd(dir Ino) (uint64, error) {
 // READDIRPLUS. An entry for which fn returns true was accepted and counts
 // as a kernel lookup (Options.TrackLookups); iteration stops at the first
 // entry fn refuses, which is not counted. fn must not call the volume.
+// An entry naming a missing inode (damaged metadata, which only a volume
+// opened with Options.OpenDamaged serves) comes with a zero Attr: no
+// attributes, no lookup counted; a Lookup of it answers EIO.
 func (v *Volume) ReadDirPlus(dir Ino, cookie, end uint64, fn func(DirEntry, Attr) bool) error {
 	return v.entries("readdirplus", dir, cookie, end, func(e DirEntry, c *inode) bool {
+		if c == nil {
+			return fn(e, Attr{})
+		}
 		if !fn(e, v.attr(e.Ino, c)) {
 			return false
 		}
@@ -58,7 +64,11 @@ func (v *Volume) entries(op string, dir Ino, cookie, end uint64, fn func(DirEntr
 			continue
 		}
 		c := v.inodes.get(e.ino)
-		if !fn(DirEntry{Name: e.name, Ino: e.ino, Mode: c.mode & syscall.S_IFMT, Cookie: e.cookie}, c) {
+		var mode uint32 // a missing inode (damage): type unknown
+		if c != nil {
+			mode = c.mode & syscall.S_IFMT
+		}
+		if !fn(DirEntry{Name: e.name, Ino: e.ino, Mode: mode, Cookie: e.cookie}, c) {
 			break
 		}
 	}

@@ -62,10 +62,15 @@ func (v *Volume) rename(ctx Context, oldParent Ino, oldName string, newParent In
 	case exists && tgt.ino == src.ino:
 		return nil
 	}
-	s := v.inodes.get(src.ino)
+	s, err := v.child(src)
+	if err != nil {
+		return err
+	}
 	var t *inode
 	if exists {
-		t = v.inodes.get(tgt.ino)
+		if t, err = v.child(tgt); err != nil {
+			return err
+		}
 	}
 	if !mayDelete(ctx, op, s) || exists && !mayDelete(ctx, np, t) {
 		return ErrPerm

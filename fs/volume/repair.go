@@ -20,26 +20,43 @@ const LostFound = "lost+found"
 //   - entries naming missing inodes are removed;
 //   - a directory named more than once keeps the first name found from the
 //     root, the others are removed;
+//   - files whose data is damaged lose the damaged part only (data in
+//     repair_data.go: blocks off the data area or claimed twice, by both
+//     claimants, extents past the size, inline data and extents together);
+//     symlinks get their target's size, or go without a target;
+//   - a cycle of directories the root does not reach loses the entry
+//     where the walk closed it, which makes that directory the top of
+//     what hangs loose;
 //   - inodes without links that nothing holds (orphans) are freed;
 //   - inodes the root does not reach are moved to /lost+found (made on
 //     demand, mode 0700) as "#INO", with what lies below them;
 //   - link counts are set to the links found.
 //
 // Leaked blocks need no fix here: Open rebuilds free space from the extents
-// in use. What Repair leaves — a cycle of directories the root does not
-// reach, sizes disagreeing with data — Check still reports. Repair is for
-// fsck: it holds the metadata lock throughout, O(inodes + entries).
+// in use. A volume opened damaged (Options.OpenDamaged) takes Repair's
+// changes, and takes others again once Repair leaves nothing for Open to
+// refuse. Repair is for fsck: it holds the metadata lock throughout,
+// O(inodes + entries + extents).
 func (v *Volume) Repair() ([]Problem, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
 		return nil, opErr("repair", "", ErrClosed)
 	}
+	v.repairing = true
+	defer func() { v.repairing = false }()
 	r := repairer{v: v}
-	for _, step := range []func() error{r.entries, r.orphans, r.unreachable, r.links} {
+	for _, step := range []func() error{r.entries, r.data, r.cycles, r.orphans, r.unreachable, r.links} {
 		if err := step(); err != nil {
 			return r.fixed, opErr("repair", "", err)
 		}
+	}
+	if v.thaw() {
+		// Close writes a checkpoint without what a lenient load left out.
+		for _, f := range v.dropped {
+			r.fixed = append(r.fixed, Problem{Ino: f.Ino, What: f.What + "; left out for good"})
+		}
+		v.dropped = nil
 	}
 	return r.fixed, nil
 }
@@ -123,11 +140,58 @@ func (r *repairer) walk(fn func(dir Ino, e dent, again bool)) {
 	}
 }
 
-// reached returns the links the root reaches per inode, as Check counts.
+// reached returns the links found per inode walking from the root: names
+// in the directories it reaches, their "." and their subdirectories' "..".
+// A directory named twice is walked once.
 func (r *repairer) reached() map[Ino]uint32 {
-	c := checker{v: r.v, links: make(map[Ino]uint32)}
-	c.tree()
-	return c.links
+	links := map[Ino]uint32{RootIno: 1} // the root's own ".."
+	seen := map[Ino]bool{RootIno: true}
+	stack := []Ino{RootIno}
+	for len(stack) > 0 {
+		ino := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		links[ino]++ // "."
+		for _, e := range r.v.inodes.get(ino).dirOf().ents {
+			ch := r.v.inodes.get(e.ino)
+			if e.name == "" || ch == nil {
+				continue
+			}
+			links[e.ino]++
+			if !ch.isDir() {
+				continue
+			}
+			links[ino]++ // the child's ".."
+			if !seen[e.ino] {
+				seen[e.ino] = true
+				stack = append(stack, e.ino)
+			}
+		}
+	}
+	return links
+}
+
+// cycles breaks each cycle of directories the root does not reach: the
+// entry naming the directory where metaCheck's walk closed the cycle is
+// removed, and unreachable then moves that directory to /lost+found with
+// the rest of the cycle below it.
+func (r *repairer) cycles() error {
+	m := r.v.checkMeta(false)
+	for _, f := range m.findings {
+		if f.kind != findTree || f.parent == 0 {
+			continue
+		}
+		pd := r.v.inodes.get(f.parent).dirOf()
+		for _, e := range pd.ents {
+			if e.name != "" && e.ino == f.Ino {
+				what := fmt.Sprintf("entry %q in directory %d removed: it closed a cycle of directories the root does not reach", e.name, f.parent)
+				if err := r.commit(f.Ino, what, format.DirentDelRec{Parent: uint64(f.parent), Name: e.name}); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // orphans frees the inodes no entry names, without links, that nothing

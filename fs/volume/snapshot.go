@@ -41,6 +41,10 @@ type ckptSnapshot struct {
 	// start it may already have released.
 	cancelled bool
 	saved     int // inodes and directories saved
+	// check, if set, sees every inode and entry encoded (metacheck.go);
+	// with checkOnly nothing but the entries is written.
+	check     *metaCheck
+	checkOnly bool
 }
 
 func newSnapshot(limit Ino) *ckptSnapshot {
@@ -137,6 +141,9 @@ func (s *ckptSnapshot) encode(v *Volume, w recordSink, budget int) (bool, error)
 		} else {
 			continue
 		}
+		if s.check != nil && (!s.check.inode(&img) || s.checkOnly) {
+			continue // nothing to write, or the check refuses the checkpoint
+		}
 		if err := img.write(w, &er, v.sums, &sr); err != nil {
 			return false, err
 		}
@@ -158,6 +165,9 @@ func (s *ckptSnapshot) encode(v *Volume, w recordSink, budget int) (bool, error)
 				continue
 			}
 			budget--
+			if s.check != nil {
+				s.check.entry(ino, e)
+			}
 			dr.Ino, dr.Cookie, dr.Name = uint64(e.ino), e.cookie, e.name
 			if err := w.AddDirent(&dr); err != nil {
 				return false, err

@@ -37,7 +37,7 @@ func TestSnapshotCheckpoint(t *testing.T) {
 			for round := range 4 {
 				var want format.RecordBuffer
 				v.mu.RLock()
-				ok(t, v.records(&want))
+				ok(t, v.records(&want, nil))
 				v.mu.RUnlock()
 				enc, err := v.encodeSnapshot(3, r.step)
 				ok(t, err)
@@ -83,7 +83,7 @@ func TestSnapshotInPlaceChanges(t *testing.T) {
 	ok(t, v.Sync())
 	var want format.RecordBuffer
 	v.mu.RLock()
-	ok(t, v.records(&want))
+	ok(t, v.records(&want, nil))
 	v.mu.RUnlock()
 	// Change everything twice: once inside the inode pass, once inside
 	// d's entries.

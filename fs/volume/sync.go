@@ -116,6 +116,9 @@ func (v *Volume) stopCommitter() {
 // A file whose write-back failed does not hold back the checkpoint
 // either; a volume a device error stopped writes none.
 func (v *Volume) commitNow() error {
+	if v.frozen.Load() != nil { // opened damaged: takes no changes, writes nothing
+		return nil
+	}
 	err := v.Sync()
 	if v.failed.Load() != nil {
 		return err

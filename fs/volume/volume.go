@@ -66,11 +66,21 @@ type Volume struct {
 	// closeOnce runs Close's work once; closeErr is its result.
 	closeOnce sync.Once
 	closeErr  error
+	// frozen is set while the volume holds metadata that fails its checks,
+	// opened with Options.OpenDamaged (damaged.go): it takes no change
+	// but Repair's, whose run sets repairing (v.mu).
+	frozen    atomic.Pointer[freeze]
+	repairing bool
 	now       func() int64 // the clock, in Unix ns
 	acct      acct
 
 	recovery Recovery     // what Open did; set before Open returns, then read-only
 	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
+	// lenient is set while openLenient loads a checkpoint: records that do
+	// not apply are left out, and noted in dropped, which Check reports
+	// until a Repair whose checkpoint leaves them out for good (v.mu).
+	lenient bool
+	dropped []finding
 
 	dirtyMu  sync.Mutex // leaf lock guarding dirty
 	dirty    dirtyQueue // files with something to write back, oldest first
@@ -100,6 +110,9 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 		return 0, ErrClosed
 	}
 	if err := v.refuseChange(); err != nil {
+		return 0, err
+	}
+	if err := v.frozenErr(); err != nil {
 		return 0, err
 	}
 	seq, err := v.j.Append(txn)
