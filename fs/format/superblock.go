@@ -131,6 +131,8 @@ func (sb *Superblock) check() string {
 		return fmt.Sprintf("unknown flags %#x", sb.Flags&^knownFlags)
 	case sb.Blocks > 1<<63/uint64(sb.BlockSize):
 		return fmt.Sprintf("%d blocks", sb.Blocks)
+	case sb.LogSeq == 0:
+		return "log sequence 0 (sequences start at 1)"
 	}
 	data := DataStart(sb.BlockSize)
 	switch {

@@ -142,6 +142,14 @@ func TestSuperblockErrors(t *testing.T) {
 		t.Errorf("unknown feature: %v", err)
 	}
 
+	// A checksum over a log sequence of 0, which no writer makes.
+	zero := *sb
+	zero.Version, zero.LogSeq, zero.LogDurable = FormatVersion, 0, 0
+	zero.Encode(buf)
+	if _, err := DecodeSuperblock(buf); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "log sequence 0") {
+		t.Errorf("log sequence 0: %v", err)
+	}
+
 	// The device shrank below what the superblock describes.
 	dev = device.NewMem(1 << 20)
 	sb = testSuperblock()
