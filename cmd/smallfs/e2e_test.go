@@ -66,8 +66,28 @@ func newE2E(t testing.TB) *e2e {
 		builtBinary = bin
 	}
 	dir := t.TempDir()
-	return &e2e{t: t, bin: builtBinary, dir: dir,
-		env: append(os.Environ(), control.EnvRunDir+"="+filepath.Join(dir, "run"))}
+	e := &e2e{t: t, bin: builtBinary, dir: dir,
+		env: append(os.Environ(), control.EnvRunDir+"="+filepath.Join(dir, "run"),
+			EnvLogFile+"="+filepath.Join(dir, "smallfs.log"))}
+	// Registered first, so it runs after every unmount the test
+	// registers.
+	t.Cleanup(e.checkSystemLog)
+	return e
+}
+
+// systemLog is where a background daemon run by root logs by default.
+const systemLog = "/var/log/smallfs.log"
+
+// checkSystemLog fails the test if one of its daemons logged into the
+// system's log file: tests keep what they make in their own directory.
+func (e *e2e) checkSystemLog() {
+	b, err := os.ReadFile(systemLog)
+	if err != nil {
+		return
+	}
+	if bytes.Contains(b, []byte(e.dir)) {
+		e.t.Errorf("a daemon of this test logged into %s; tests log into their own directory", systemLog)
+	}
 }
 
 // run runs the command and returns its exit code and combined output,

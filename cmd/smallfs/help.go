@@ -152,9 +152,9 @@ remount,rw is refused there; umount and mount it rw.
 smallfs options:
 ` + specOptionsHelp() + `
 Times are seconds (2.5) or durations (500ms, 1h). A background daemon logs
-to /var/log/smallfs.log (root) or ~/.local/state/smallfs/smallfs.log
-unless log_file says otherwise; where that cannot be made, to
-$TMPDIR/smallfs-UID/smallfs.log.
+to $SMALLFS_LOG_FILE, else /var/log/smallfs.log (root) or
+~/.local/state/smallfs/smallfs.log, unless log_file says otherwise; where
+that cannot be made, to $TMPDIR/smallfs-UID/smallfs.log.
 
 Exit status: smallfs mount: 0 mounted, 1 failed, 2 usage error. The helper
 form follows mount(8): 0 mounted, 32 mount failure, 1 usage error.
