@@ -257,7 +257,11 @@
 //
 // Layer "fuse" of the accounting registry (Options.Accounting, default
 // accounting.Default): counters "op-NAME" for requests, "err-NAME" for
-// requests answered with an errno and "ns-NAME" for the nanoseconds spent
+// requests that failed, "absent-NAME" for those answered that what they
+// asked for is not there (a LOOKUP of a missing name, a GETXATTR of an
+// attribute the inode lacks or a label the mount does not support: the
+// kernel asks security.capability before the first write to each file;
+// these are answers, not errors) and "ns-NAME" for the nanoseconds spent
 // serving them, by the kernel's opcode name (op-LOOKUP, err-RENAME,
 // ns-WRITE, ...), and the record "request" whose live count is the requests
 // in flight. Server.Latencies adds a log2 histogram per opcode (OpLatency:
@@ -266,7 +270,7 @@
 // start of its method to the reply handed to go-fuse, volume work included,
 // the kernel's queueing and go-fuse's decoding and reply write not. The
 // counters are resolved once at mount; a request costs two clock reads and
-// five atomic additions, six when it fails (about 150 ns,
+// five atomic additions, six when it fails or finds nothing (about 150 ns,
 // BenchmarkRequestAccounting) and no allocation.
 //
 // # Costs

@@ -101,7 +101,7 @@ func (fs *fileSystem) begin(op opcode) time.Time { return fs.stats.begin(op) }
 // done counts the end of a request begun at start and converts its error.
 func (fs *fileSystem) done(op opcode, start time.Time, ino uint64, err error) fuse.Status {
 	st := fs.status(op, ino, err)
-	fs.stats.end(op, start, st != fuse.OK)
+	fs.stats.end(op, start, outcomeOf(op, st))
 	return st
 }
 

@@ -16,7 +16,7 @@ func (fs *fileSystem) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, o
 		// A reply with node ID 0 is a negative entry the kernel caches for
 		// EntryValid; a plain ENOENT would be asked again next time.
 		*out = fuse.EntryOut{EntryValid: fs.negTO.sec, EntryValidNsec: fs.negTO.nsec}
-		fs.stats.end(opLookup, start, false)
+		fs.stats.end(opLookup, start, absent)
 		return fuse.OK
 	}
 	if err == nil {
@@ -36,7 +36,7 @@ func (fs *fileSystem) Forget(nodeid, nlookup uint64) {
 		}
 	}
 	fs.vol.Forget(volume.Ino(nodeid), nlookup)
-	fs.stats.end(opForget, start, false)
+	fs.stats.end(opForget, start, served)
 }
 
 func (fs *fileSystem) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {

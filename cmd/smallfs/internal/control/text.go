@@ -48,7 +48,7 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 		for _, op := range st.Ops {
 			timed = timed || op.Total > 0
 		}
-		p("\noperations\tcount\terrors")
+		p("\noperations\tcount\terrors\tabsent")
 		if timed {
 			p("\tmean\tmax")
 		}
@@ -57,7 +57,7 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 		}
 		p("\n")
 		for _, op := range st.Ops {
-			p("  %s\t%d\t%d", op.Name, op.Count, op.Errors)
+			p("  %s\t%d\t%d\t%d", op.Name, op.Count, op.Errors, op.Absent)
 			if timed {
 				p("\t%s\t%s", mean(op.Total, op.Count), op.Max)
 			}
