@@ -59,6 +59,9 @@ func TestRings(t *testing.T) {
 	if after.Async == 0 {
 		t.Errorf("no request was answered off a queue's goroutine; the scenario's fsync should be")
 	}
+	if why := m.srv.TransportWhy(); !strings.Contains(why, "io_uring") {
+		t.Errorf("TransportWhy on rings = %q, want it to name io_uring", why)
+	}
 	m.remount()
 	if _, ok := m.srv.Rings(); !ok {
 		t.Fatal("the remount did not start its rings")
@@ -95,6 +98,13 @@ func TestRingsUnavailable(t *testing.T) {
 	m := newMount(t, func(c *config) { c.mount.Uring = sfuse.UringAuto })
 	if _, ok := m.srv.Rings(); ok {
 		t.Error("uring=auto started rings with enable_uring off")
+	}
+	if why := m.srv.TransportWhy(); !strings.Contains(why, "enable_uring is N") {
+		t.Errorf("TransportWhy with enable_uring off = %q, want it to say so", why)
+	}
+	off := newMount(t)
+	if why := off.srv.TransportWhy(); !strings.Contains(why, "uring=off") {
+		t.Errorf("TransportWhy with Uring off = %q, want it to name uring=off", why)
 	}
 	writeFile(t, m.path("f"), []byte("on /dev/fuse"))
 	wantContent(t, m.path("f"), []byte("on /dev/fuse"))

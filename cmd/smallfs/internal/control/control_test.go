@@ -23,7 +23,7 @@ func sample() Stats {
 		Space:     &Space{BlockSize: 4096, Blocks: 100, BlocksFree: 75, BlocksAvail: 75, Files: 10, FilesFree: 9},
 		Alloc:     &Alloc{FreeBlocks: 75, FreeExtents: 2, LargestFree: 64, Score: 0.25, Histogram: []uint64{0, 1, 0, 1}},
 		Dirty:     &Dirty{Bytes: 65536, Throttled: 4},
-		Transport: &Transport{Kind: TransportRings, Requests: 1234, Async: 5},
+		Transport: &Transport{Kind: TransportRings, Why: "uring=auto and the kernel offers FUSE over io_uring", Requests: 1234, Async: 5},
 		Latency: []Latency{{Name: "LOOKUP", Count: 10, Mean: 1500 * time.Microsecond,
 			P50: 1024 * time.Microsecond, P99: 4096 * time.Microsecond}},
 		Ops: []Op{{Name: "LOOKUP", Count: 10, Errors: 1, Absent: 6, Total: 10 * time.Millisecond, Max: 3 * time.Millisecond}},
@@ -155,7 +155,7 @@ func TestWriteText(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"pid 42", "up 1m30s", "25.0% used", "largest 64", "fragmentation  0.2500", "2:1 8:1",
-		"count  errors  absent", "LOOKUP    10     1       6", "65536 B", "4 writes throttled", "io_uring  1234 requests  5 off the queues", "p99", "<1.024ms", "<4.096ms", "LOOKUP", "1ms", "3.0", "iobuf/4KiB", "12288", "iobuf.4KiB.misses", "7 goroutines",
+		"count  errors  absent", "LOOKUP    10     1       6", "65536 B", "4 writes throttled", "io_uring  1234 requests  5 off the queues", "  why       uring=auto and the kernel offers FUSE over io_uring", "p99", "<1.024ms", "<4.096ms", "LOOKUP", "1ms", "3.0", "iobuf/4KiB", "12288", "iobuf.4KiB.misses", "7 goroutines",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)

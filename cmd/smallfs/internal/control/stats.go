@@ -70,6 +70,7 @@ const (
 // Transport is how the kernel's requests reach the daemon.
 type Transport struct {
 	Kind     string `json:"kind"`     // "io_uring" or "/dev/fuse"
+	Why      string `json:"why"`      // the uring option, and what the kernel offered
 	Requests uint64 `json:"requests"` // answered through the rings
 	Async    uint64 `json:"async"`    // of which off a queue's thread (FSYNC, FLUSH, ...)
 }

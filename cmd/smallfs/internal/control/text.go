@@ -42,6 +42,9 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 		} else {
 			p("transport\t%s\n", t.Kind)
 		}
+		if t.Why != "" {
+			p("  why\t%s\n", t.Why)
+		}
 	}
 	if len(st.Ops) > 0 {
 		timed := false // latency columns only when the daemon measures it
