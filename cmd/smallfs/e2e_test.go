@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,6 +247,30 @@ func TestE2EMountWriteRemount(t *testing.T) {
 	if out := e.must("stats", "--watch", "--count", "2", "--interval", "50ms", mnt); strings.Count(out, "operations") != 2 || !strings.Contains(out, "per second") || !strings.Contains(out, "writes throttled") ||
 		!strings.Contains(out, "p99") || !strings.Contains(out, "allocator") {
 		t.Errorf("stats --watch:\n%s", out)
+	}
+
+	// info on the mounted image names the mount and its daemon, and shows
+	// the daemon's figures, not the superblock's of mount time.
+	out := e.must("info", img)
+	for _, want := range []string{
+		"mounted     on $TMP/mnt by process " + strconv.Itoa(st.Pid),
+		"state       mounted: ", "(live, from the daemon)",
+		fmt.Sprintf("files       %d of %d used", st.Space.Files-st.Space.FilesFree, st.Space.Files),
+		"free space  ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("info while mounted lacks %q:\n%s", want, out)
+		}
+	}
+	var inf struct {
+		Mount *struct {
+			Mountpoint string
+			Pid        int
+		}
+		UsageLive bool `json:"usage_live"`
+	}
+	if err := json.Unmarshal([]byte(e.must("info", "--json", img)), &inf); err != nil || inf.Mount == nil || inf.Mount.Pid != st.Pid || !inf.UsageLive {
+		t.Errorf("info --json while mounted: %+v, %v", inf, err)
 	}
 
 	pid := st.Pid

@@ -80,7 +80,9 @@ Shows the superblock of the smallfs filesystem on DEVICE (version, UUID,
 block size, size, generation, clean or not), the log's state, space and
 files in use, and the fragmentation of free space (score from 0, one free
 extent, to 1, every free extent one block; and a histogram of free
-extent sizes). On a mounted device only the superblock can be read.
+extent sizes). On a mounted device it names the mount point and the
+daemon's process, shows the superblock as last written, and asks the
+daemon for its live space, files and free space.
 
 Flags:
   --json   print the same as JSON
