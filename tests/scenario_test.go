@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -281,7 +282,7 @@ func TestLargeFile(t *testing.T) {
 			t.Fatalf("chunk %d differs", i)
 		}
 	}
-	if n, err := f.Read(buf); n != 0 || err != io.EOF {
+	if n, err := f.Read(buf); n != 0 || !errors.Is(err, io.EOF) {
 		t.Errorf("read at EOF: %d %v", n, err)
 	}
 }

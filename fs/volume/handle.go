@@ -46,7 +46,7 @@ func (v *Volume) OpenFile(ino Ino, flags uint32) (*Handle, error) {
 func (v *Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags uint32) (Attr, *Handle, error) {
 	v.mu.Lock()
 	ino, n, err := v.newChild(ctx, parent, name, syscall.S_IFREG|mode&^syscall.S_IFMT, 0)
-	if err == ErrExist && flags&syscall.O_EXCL == 0 {
+	if errors.Is(err, ErrExist) && flags&syscall.O_EXCL == 0 {
 		r, _ := v.inodes.get(parent).dirOf().lookup(name)
 		v.mu.Unlock()
 		h, err := v.OpenFile(r.ino, flags)
@@ -245,7 +245,7 @@ func (h *Handle) writeLocked(p []byte, off int64) (int, error) {
 // if the log holds anything, checkpoints once and retries.
 func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, error) {
 	k, err := v.write(n, fd, p, off)
-	if err == ErrNoSpace && v.space.hasPending() {
+	if errors.Is(err, ErrNoSpace) && v.space.hasPending() {
 		if serr := v.settleFrees(); serr != nil {
 			return k, serr
 		}
@@ -253,7 +253,7 @@ func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, 
 		k2, err = v.write(n, fd, p[k:], off+uint64(k))
 		k += k2
 	}
-	if err == ErrNoSpace && v.logUsed() > 0 {
+	if errors.Is(err, ErrNoSpace) && v.logUsed() > 0 {
 		// The checkpoint headroom counts the log since the newest
 		// checkpoint; a checkpoint settles it to the metadata's size.
 		v.mu.Lock()

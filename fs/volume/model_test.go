@@ -127,7 +127,7 @@ func volumeDump(v *Volume) (string, error) {
 				return err
 			}
 			data = make([]byte, a.Size)
-			if _, err := h.ReadAt(data, 0); err != nil && err != io.EOF {
+			if _, err := h.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
 				return err
 			}
 			if err := h.Release(); err != nil {

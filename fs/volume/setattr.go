@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"syscall"
 
 	"github.com/smallfs/smallfs/fs/format"
@@ -23,7 +24,7 @@ func (v *Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error) {
 		return v.writeBack(ino, n, fd)
 	})
 	switch {
-	case err == ErrIsDir && in.Valid&SetSize == 0, err == ErrInvalid && in.Valid&SetSize == 0:
+	case errors.Is(err, ErrIsDir) && in.Valid&SetSize == 0, errors.Is(err, ErrInvalid) && in.Valid&SetSize == 0:
 	case err != nil:
 		return Attr{}, opErr("setattr", "", err)
 	}

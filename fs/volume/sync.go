@@ -1,6 +1,9 @@
 package volume
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Sync writes back every dirty file and makes the whole log durable.
 func (v *Volume) Sync() error {
@@ -110,7 +113,7 @@ func (v *Volume) Fsync(ino Ino, datasync bool) error {
 	err := v.withData(ino, func(n *inode, fd *fileData) error {
 		return v.fsyncWriteBack(ino, n, fd)
 	})
-	if err != nil && err != ErrIsDir && err != ErrInvalid {
+	if err != nil && !errors.Is(err, ErrIsDir) && !errors.Is(err, ErrInvalid) {
 		return opErr("fsync", "", err)
 	}
 	return v.syncLog()
