@@ -201,7 +201,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.AttrTimeout = timeoutDefault(o.AttrTimeout)
 	o.NegativeTimeout = timeoutDefault(o.NegativeTimeout)
 	if o.Uring > UringOn {
-		errs = append(errs, fmt.Errorf("Uring %d is not a mode: %w", o.Uring, ErrInvalidOption))
+		errs = append(errs, fmt.Errorf("option Uring %d is not a mode: %w", o.Uring, ErrInvalidOption))
 	}
 	if o.Permissions > PermissionsKernel {
 		errs = append(errs, fmt.Errorf("Permissions %d is not a policy: %w", o.Permissions, ErrInvalidOption))
