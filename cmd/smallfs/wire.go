@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/sirupsen/logrus"
@@ -12,15 +11,12 @@ import (
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/journal"
 	"github.com/smallfs/smallfs/fs/volume"
+	"github.com/smallfs/smallfs/internal/nolog"
 )
 
 // quiet is the logger of offline tools: the volume's lifecycle lines would
 // only clutter a report.
-func quiet() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
+func quiet() logrus.FieldLogger { return nolog.New() }
 
 // makeFilesystem writes an empty filesystem on dev whose root directory
 // owner owns.

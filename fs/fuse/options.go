@@ -3,7 +3,6 @@ package fuse
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"syscall"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/smallfs/smallfs/accounting"
+	"github.com/smallfs/smallfs/internal/nolog"
 )
 
 // ReadDirPlus chooses how directory listings are answered; see
@@ -233,9 +233,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Accounting = accounting.Default
 	}
 	if o.Logger == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		o.Logger = l
+		o.Logger = nolog.New()
 	}
 	return o, errors.Join(errs...)
 }
