@@ -42,7 +42,7 @@ var commands = []command{
 	{"fsck", "check a filesystem and repair what is safe", (*app).fsck},
 	{"info", "show a device's superblock, usage and free-space fragmentation", (*app).info},
 	{"stats", "show the live figures of a mounted filesystem", (*app).stats},
-	{"bench", "run the smallfile-style benchmark (package bench, issue 7)", (*app).bench},
+	{"bench", "run the smallfile-style benchmark (package bench)", (*app).bench},
 }
 
 // run dispatches argv: a subcommand, or the mount helper form

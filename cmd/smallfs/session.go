@@ -27,6 +27,6 @@ type session interface {
 	// Close runs after Done: it flushes, writes a checkpoint, marks the
 	// device clean and closes it.
 	Close() error
-	// Stats fills the sections of st this session knows.
+	// Stats fills the sections of st that the session knows.
 	Stats(st *control.Stats)
 }
