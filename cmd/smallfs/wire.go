@@ -21,7 +21,7 @@ func quiet() logrus.FieldLogger { return nolog.New() }
 // makeFilesystem writes an empty filesystem on dev whose root directory
 // owner owns.
 func makeFilesystem(dev device.Device, blockSize uint32, force bool, owner rootOwner) error {
-	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: blockSize, Force: force, RootUid: owner.uid, RootGid: owner.gid})
+	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: blockSize, Force: force, RootUID: owner.uid, RootGID: owner.gid})
 	if err != nil {
 		return explain(err, "%s", strings.TrimPrefix(err.Error(), "mkfs: "))
 	}

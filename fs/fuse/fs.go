@@ -106,7 +106,7 @@ func (fs *fileSystem) done(op opcode, start time.Time, ino uint64, err error) fu
 }
 
 func caller(h *fuse.InHeader) volume.Context {
-	return volume.Context{Uid: h.Uid, Gid: h.Gid, Pid: h.Pid}
+	return volume.Context{UID: h.Uid, GID: h.Gid, Pid: h.Pid}
 }
 
 // setEntry fills an entry reply: node ID and generation from the volume,
@@ -135,8 +135,8 @@ func setAttr(out *fuse.Attr, a *volume.Attr) {
 	out.Ctime, out.Ctimensec = splitTime(a.Ctime)
 	out.Mode = a.Mode
 	out.Nlink = a.Nlink
-	out.Uid = a.Uid
-	out.Gid = a.Gid
+	out.Uid = a.UID
+	out.Gid = a.GID
 	out.Rdev = a.Rdev
 	out.Blksize = a.Blksize
 }

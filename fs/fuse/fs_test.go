@@ -199,8 +199,8 @@ func TestSetAttrIn(t *testing.T) {
 	}}
 	got := setAttrIn(&in)
 	want := volume.SetAttrIn{
-		Valid: volume.SetMode | volume.SetUid | volume.SetGid | volume.SetSize | volume.SetAtimeNow | volume.SetMtime,
-		Mode:  0o4755, Uid: 7, Gid: 8, Size: 99, Mtime: 12_000_000_034,
+		Valid: volume.SetMode | volume.SetUID | volume.SetGID | volume.SetSize | volume.SetAtimeNow | volume.SetMtime,
+		Mode:  0o4755, UID: 7, GID: 8, Size: 99, Mtime: 12_000_000_034,
 	}
 	if got != want {
 		t.Errorf("setAttrIn:\n got %+v\nwant %+v", got, want)
@@ -220,7 +220,7 @@ func TestTimes(t *testing.T) {
 }
 
 func TestPermitted(t *testing.T) {
-	file := volume.Attr{Mode: syscall.S_IFREG | 0o640, Uid: 10, Gid: 20}
+	file := volume.Attr{Mode: syscall.S_IFREG | 0o640, UID: 10, GID: 20}
 	for _, c := range []struct {
 		uid, gid, mask uint32
 		want           bool

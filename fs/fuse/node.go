@@ -71,12 +71,12 @@ func setAttrIn(in *fuse.SetAttrIn) volume.SetAttrIn {
 		s.Mode = in.Mode & 07777
 	}
 	if v&fuse.FATTR_UID != 0 {
-		s.Valid |= volume.SetUid
-		s.Uid = in.Uid
+		s.Valid |= volume.SetUID
+		s.UID = in.Uid
 	}
 	if v&fuse.FATTR_GID != 0 {
-		s.Valid |= volume.SetGid
-		s.Gid = in.Gid
+		s.Valid |= volume.SetGID
+		s.GID = in.Gid
 	}
 	if v&fuse.FATTR_SIZE != 0 {
 		s.Valid |= volume.SetSize
@@ -118,9 +118,9 @@ func permitted(a *volume.Attr, uid, gid, mask uint32) bool {
 	}
 	perm := a.Mode & 7
 	switch {
-	case uid == a.Uid:
+	case uid == a.UID:
 		perm = a.Mode >> 6 & 7
-	case gid == a.Gid:
+	case gid == a.GID:
 		perm = a.Mode >> 3 & 7
 	}
 	return mask&^perm == 0

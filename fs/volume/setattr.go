@@ -39,11 +39,11 @@ func (v *Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error) {
 	if in.Valid&SetMode != 0 {
 		r.Mode = r.Mode&syscall.S_IFMT | in.Mode&^syscall.S_IFMT
 	}
-	if in.Valid&SetUid != 0 {
-		r.Uid = in.Uid
+	if in.Valid&SetUID != 0 {
+		r.UID = in.UID
 	}
-	if in.Valid&SetGid != 0 {
-		r.Gid = in.Gid
+	if in.Valid&SetGID != 0 {
+		r.GID = in.GID
 	}
 	switch {
 	case in.Valid&SetAtimeNow != 0:
