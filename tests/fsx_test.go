@@ -48,6 +48,7 @@ const (
 // FUSE over io_uring, through the rings; and checks that a model missing
 // one bit is caught, so a clean run means something.
 func TestFSX(t *testing.T) {
+	t.Parallel()
 	seed := *fsxSeed
 	if seed == 0 {
 		seed = 0x5eed

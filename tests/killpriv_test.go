@@ -154,6 +154,7 @@ func credentials(t *testing.T, program string) (uid, gid, capEff string) {
 // must not keep them for exec. On both transports, with and without
 // no-open mode, and without attribute caching.
 func TestKillPrivExec(t *testing.T) {
+	t.Parallel()
 	if os.Getuid() != 0 {
 		t.Skip("needs root: runs steps as another user")
 	}

@@ -133,6 +133,7 @@ func populate(t testing.TB, root string) {
 // TestRemount writes a tree, unmounts, mounts the image again and finds
 // everything as it was.
 func TestRemount(t *testing.T) {
+	t.Parallel()
 	for _, noOpen := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "no-open"}[noOpen], func(t *testing.T) {
 			remountTree(t, newMount(t, func(c *config) { c.mount.NoOpen = noOpen }))

@@ -76,6 +76,7 @@ func wantFiles(t *testing.T, v *Volume, all []string, want map[string]bool, when
 // it, which the superblock records. Damage to the last commit cannot be
 // told from a torn write and ends the log. Padding is read by nothing.
 func TestLogDamageEveryByteClass(t *testing.T) {
+	t.Parallel()
 	c := device.NewCrash(16<<20, 1)
 	ok(t, Mkfs(c, MkfsOptions{}))
 	v, err := Open(c, Options{CommitInterval: -1})
