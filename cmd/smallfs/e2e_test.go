@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,10 @@ import (
 
 // The end-to-end tests build the command and mount for real. They need
 // root, /dev/fuse and fuse3's helpers; elsewhere, and under -short, they
-// are skipped.
+// are skipped. Each has its own directory, and in it its own run directory
+// and log file, so they run in parallel (t.Parallel), most of their time
+// being spent waiting for daemons; those that attach loop devices do not,
+// so as not to race other attaches for a free one.
 
 // e2e is one test's world: the binary, a run directory, a scratch dir.
 type e2e struct {
@@ -30,7 +34,12 @@ type e2e struct {
 	env []string
 }
 
-var builtBinary string // built once per test binary run
+// builtBinary is built once per test binary run, by the first e2e test
+// (they run in parallel: buildMu makes the others wait for it).
+var (
+	buildMu     sync.Mutex
+	builtBinary string
+)
 
 // TestMain removes the binary the e2e tests built, which lives outside
 // any test's temporary directory so that it outlasts each test.
@@ -55,19 +64,9 @@ func newE2E(t testing.TB) *e2e {
 			t.Skipf("%s missing", need)
 		}
 	}
-	if builtBinary == "" {
-		dir, err := os.MkdirTemp("", "smallfs-bin-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(dir, "smallfs")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-		builtBinary = bin
-	}
+	bin := buildBinary(t)
 	dir := t.TempDir()
-	e := &e2e{t: t, bin: builtBinary, dir: dir,
+	e := &e2e{t: t, bin: bin, dir: dir,
 		env: append(os.Environ(), control.EnvRunDir+"="+filepath.Join(dir, "run"),
 			EnvLogFile+"="+filepath.Join(dir, "smallfs.log"))}
 	// Registered first, so it runs after every unmount the test
@@ -89,6 +88,25 @@ func (e *e2e) checkSystemLog() {
 	if bytes.Contains(b, []byte(e.dir)) {
 		e.t.Errorf("a daemon of this test logged into %s; tests log into their own directory", systemLog)
 	}
+}
+
+// buildBinary builds the command once for all tests and returns its path.
+func buildBinary(t testing.TB) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if builtBinary == "" {
+		dir, err := os.MkdirTemp("", "smallfs-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "smallfs")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		builtBinary = bin
+	}
+	return builtBinary
 }
 
 // run runs the command and returns its exit code and combined output,
@@ -200,6 +218,7 @@ func readFile(t *testing.T, path string) []byte {
 // TestE2EMountWriteRemount: mount in the background, write, umount, fsck
 // clean, remount, read back; stats shows the work.
 func TestE2EMountWriteRemount(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	e.must(img, mnt, "-o", "noatime,noexec,sync,log_file="+e.path("log"))
@@ -307,6 +326,7 @@ func TestE2EMountWriteRemount(t *testing.T) {
 // TestE2EMountErrors: every way a mount fails gives one line and the
 // helper's exit code 32, and leaves nothing mounted.
 func TestE2EMountErrors(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	writeFile(t, e.path("file"), nil)
@@ -347,6 +367,7 @@ func TestE2EMountErrors(t *testing.T) {
 // aborts the connection, keeps what was written and ends at once; the
 // writer's later writes fail.
 func TestE2EForegroundSignals(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	for _, withOpenFile := range []bool{false, true} {
@@ -412,6 +433,7 @@ func waitReady(t *testing.T, e *e2e, mnt string) {
 // a fixed PATH, so the test works in a private mount namespace where its
 // binary is bind-mounted over /usr/local/bin.
 func TestE2EMountHelper(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	writeFile(t, e.path("fstab"), []byte(img+" "+mnt+" fuse.smallfs defaults,noauto,nofail,x-systemd.automount,comment=\"a,b\",log_file="+e.path("log")+" 0 0\n"))
@@ -496,6 +518,7 @@ func BenchmarkStats(b *testing.B) {
 // bits to smallfs unless -o default_permissions asks for the kernel's
 // checks, which the kernel then lists among the mount's options.
 func TestE2EDefaultPermissions(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	for _, c := range []struct {
