@@ -54,6 +54,8 @@
 //     binary, then the file executed as that user, on both transports and
 //     in no-open mode; fallocate by root with and without CAP_FSETID.
 //   - concurrency_test.go: writers, readers and renamers at once.
+//   - overlay_test.go: overlayfs with its upper and work directories on
+//     smallfs (RENAME_WHITEOUT, trusted.overlay.* xattrs, copy-up).
 //   - fsx_test.go: an fsx-style exerciser (random pwrite, pread, ftruncate,
 //     mmap, fallocate, O_APPEND, copy_file_range, fsync, reopen against a
 //     model, a remount between phases) on both transports, run in a child

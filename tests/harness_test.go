@@ -141,6 +141,9 @@ func (m *fsMount) unmount() {
 	if n, first := m.errs.count(); n > 0 {
 		m.t.Errorf("the adapter logged %d errors; first: %s", n, first)
 	}
+	if n := m.vol.PinnedReads(); n != 0 {
+		m.t.Errorf("%d READ replies never done: their blocks stay pinned", n)
+	}
 	for _, p := range m.vol.Check() {
 		m.t.Errorf("check after unmount: %s", p)
 	}

@@ -472,8 +472,9 @@ func TestXattrs(t *testing.T) {
 		wantErrno(t, "getxattr after removexattr", err, syscall.ENODATA)
 		wantErrno(t, "removexattr of a missing attribute", unix.Removexattr(target, "user.a"), syscall.ENODATA)
 	}
-	big := pattern(4, 60<<10)
+	big := pattern(4, 64<<10) // XATTR_SIZE_MAX
 	must(t, unix.Setxattr(p, "user.big", big, 0))
+	wantErrno(t, "setxattr of a namespace prefix alone", unix.Setxattr(p, "user.", []byte("x"), 0), syscall.EINVAL)
 	got := make([]byte, len(big))
 	if n, err := unix.Getxattr(p, "user.big", got); err != nil || !bytes.Equal(got[:n], big) {
 		t.Errorf("large xattr: %d %v", n, err)

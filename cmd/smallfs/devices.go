@@ -60,7 +60,7 @@ func openDevice(path string, opts device.Options) (*device.File, error) {
 		return nil, explain(err, "%s: not an image file or block device", path)
 	case errors.Is(err, device.ErrTooSmall):
 		if shrunk := cutShort(path); shrunk != nil {
-			return nil, explain(err, "%s: %v", path, shrunk)
+			return nil, explain(err, "%s: %s", path, cutShortText(path, shrunk))
 		}
 		return nil, explain(err, "%s: too small for a filesystem (at least %s)", path, human(device.DefaultMinSize))
 	case !opts.ReadOnly:
@@ -113,7 +113,7 @@ func formatError(path string, err error) error {
 	var shrunk *format.ShrunkError
 	switch {
 	case errors.As(err, &shrunk):
-		return explain(err, "%s: %v", path, shrunk)
+		return explain(err, "%s: %s", path, cutShortText(path, shrunk))
 	case errors.Is(err, format.ErrNotSmallfs):
 		return explain(err, "%s: not a smallfs filesystem (make one with smallfs mkfs)", path)
 	case errors.Is(err, format.ErrNewerVersion):

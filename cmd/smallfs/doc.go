@@ -5,7 +5,7 @@
 // # The model
 //
 // main.go dispatches: a subcommand (mkfs.go, mount.go, fsck.go, info.go,
-// stats.go; bench is package bench), or, when the first word is not one,
+// stats.go, sync.go; bench is package bench), or, when the first word is not one,
 // the mount helper form `smallfs DEVICE MOUNTPOINT -o OPTS` that
 // mount.fuse3 runs for `mount -t fuse.smallfs` and fstab (also when the
 // program is called mount.fuse.smallfs). Both mount forms produce one

@@ -346,6 +346,7 @@ func TestE2EMountErrors(t *testing.T) {
 		{"e2e-not-smallfs", []string{e.path("zeros.img"), e.path("mnt2")}},
 		{"e2e-newer-format", []string{newer, e.path("mnt2")}},
 		{"e2e-mountpoint-missing", []string{img, e.path("nowhere")}},
+		{"e2e-mountpoint-parent-missing", []string{img, e.path("nowhere/mnt")}},
 		{"e2e-mountpoint-not-dir", []string{img, e.path("file")}},
 		{"e2e-already-mounted", []string{img, e.path("mnt2")}},
 		{"e2e-mountpoint-busy", []string{e.path("zeros.img"), mnt}},

@@ -11,13 +11,14 @@ import (
 	"github.com/smallfs/smallfs/fs/volume"
 )
 
-type fsckOpts struct{ repair, json bool }
+type fsckOpts struct{ repair, json, data bool }
 
 func fsckFlags() (*flag.FlagSet, *fsckOpts) {
 	fs := newFlags("fsck")
 	o := &fsckOpts{}
 	fs.BoolVar(&o.repair, "repair", false, "")
 	fs.BoolVar(&o.json, "json", false, "")
+	fs.BoolVar(&o.data, "data", false, "")
 	return fs, o
 }
 
@@ -48,7 +49,7 @@ func (a *app) fsck(args []string) int {
 	}
 	defer dev.Close()
 	r := fsckReport{Device: path, Repair: o.repair}
-	r.Problems, r.Fixed, r.Remaining, r.Notes, err = fsckVolume(path, dev, o.repair, a.status("fsck"))
+	r.Problems, r.Fixed, r.Remaining, r.Notes, err = fsckVolume(path, dev, o, a.status("fsck"))
 	if err != nil {
 		return a.failf(fsckOperational, "fsck: %v", err)
 	}

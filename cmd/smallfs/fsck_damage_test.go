@@ -190,7 +190,7 @@ func TestCutShortImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("image is %%d bytes but the filesystem is %d bytes: it was cut short; grow it back with truncate -s %d", fixtureSize, fixtureSize)
+	want := fmt.Sprintf("image is %%d bytes but the filesystem is %d bytes: it was cut short; truncate -s %d brings back its size, not the data cut off", fixtureSize, fixtureSize)
 	for _, size := range []int{1 << 20, 32 << 10} {
 		if err := os.WriteFile(img, whole[:size], 0o644); err != nil {
 			t.Fatal(err)

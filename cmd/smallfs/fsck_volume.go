@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/format"
 	"github.com/smallfs/smallfs/fs/volume"
 )
 
@@ -15,11 +17,15 @@ import (
 // blocks return — runs Repair, closes it with a fresh checkpoint, and
 // checks again. fixed lists what Open and Repair changed; notes, what
 // the next mount will complete after a crash (not problems).
-func fsckVolume(path string, dev device.Device, repair bool, show status) (found, fixed, left, notes []string, err error) {
+func fsckVolume(path string, dev device.Device, o *fsckOpts, show status) (found, fixed, left, notes []string, err error) {
 	defer show("")
 	show("loading metadata")
-	found, notes, err = inspect(path, dev, show)
-	if err != nil || !repair || len(found) == 0 {
+	found, notes, err = inspect(path, dev, o.data, show)
+	if err != nil || !o.repair || len(found) == 0 {
+		return found, nil, found, notes, err
+	}
+	badSlot, err := format.FindBadSlot(dev)
+	if err != nil {
 		return found, nil, found, notes, err
 	}
 	show("repairing")
@@ -47,8 +53,11 @@ func fsckVolume(path string, dev device.Device, repair bool, show status) (found
 	if err := errors.Join(rerr, vol.Close()); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("%s: repairing: %w", path, err)
 	}
+	if badSlot != nil { // Open and Close wrote a superblock into each slot
+		fixed = append(fixed, fmt.Sprintf("superblock %c rewritten from superblock %c", 'A'+badSlot.Slot, 'A'+badSlot.Good.Slot))
+	}
 	show("checking again")
-	left, _, err = inspect(path, dev, show)
+	left, _, err = inspect(path, dev, o.data, show)
 	return found, fixed, left, notes, err
 }
 
@@ -61,10 +70,15 @@ const unloadable = "metadata cannot be loaded: "
 // then what Check finds), and notes on what Open did after a crash.
 // Metadata too damaged to load is a problem of its own, which says so
 // when no checkpoint loads: fsck rebuilds from one, so nothing can be
-// recovered. An I/O failure is an error.
-func inspect(path string, dev device.Device, show status) (found, notes []string, err error) {
+// recovered. With data, every block of file data is read and checked
+// against its checksum, and each damaged file is a problem. An I/O
+// failure is an error.
+func inspect(path string, dev device.Device, data bool, show status) (found, notes []string, err error) {
 	vol, err := openReadOnly(path, dev, progressLine(show))
+	var shrunk *format.ShrunkError
 	switch {
+	case errors.As(err, &shrunk):
+		return []string{unloadable + cutShortText(path, shrunk)}, nil, nil
 	case errors.Is(err, volume.ErrNoCheckpoint):
 		return []string{unloadable + strings.TrimPrefix(errors.Unwrap(err).Error(), "open: ") +
 			"; fsck cannot recover anything from this volume (the log holds only changes to a checkpoint): restore it from a backup"}, nil, nil
@@ -76,7 +90,57 @@ func inspect(path string, dev device.Device, show status) (found, notes []string
 	defer vol.Close()
 	show("checking")
 	r := vol.Recovery()
-	return append(recoveryProblems(r), problemStrings(vol.Check())...), recoveryNotes(r), nil
+	found = recoveryProblems(r)
+	// A slot the reader passed over is a problem the volume does not see.
+	bad, err := format.FindBadSlot(dev)
+	if err != nil {
+		return nil, nil, err
+	}
+	if bad != nil {
+		found = append(found, bad.String())
+	}
+	found = append(found, problemStrings(vol.Check())...)
+	if data {
+		damaged, err := checkData(vol, show)
+		if err != nil {
+			return nil, nil, err
+		}
+		found = append(found, damaged...)
+	}
+	return found, recoveryNotes(r), nil
+}
+
+// checkData reads every block of file data of vol and checks it against
+// its checksum (volume.Scrub), and returns the damage found, a problem a
+// block, naming the file. With one device there is no second copy to
+// mend it from: the file's data is lost where it does not match.
+func checkData(vol *volume.Volume, show status) ([]string, error) {
+	show("reading file data")
+	rep, err := vol.Scrub(context.Background(), volume.ScrubOptions{Progress: func(r volume.ScrubReport) {
+		show(fmt.Sprintf("reading file data: %d%%, %s", 100*r.Blocks/max(r.Total, 1), human(r.Bytes)))
+	}})
+	if errors.Is(err, volume.ErrNoChecksums) {
+		return nil, nil // nothing to check the data against; info says so
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading file data: %w", err)
+	}
+	volume.SortDamage(rep.Damaged)
+	var out []string
+	for _, d := range rep.Damaged {
+		out = append(out, damageText(d))
+	}
+	return out, nil
+}
+
+// damageText says what a damaged block costs its file.
+func damageText(d volume.DamagedBlock) string {
+	name := d.Path
+	if name == "" {
+		name = "a file without a name"
+	}
+	return fmt.Sprintf("damaged data: %s (inode %d), bytes %d+%d: checksum %#08x, recorded %#08x; no second copy: restore the file from a backup",
+		name, d.Ino, d.Off, d.Len, d.Got, d.Want)
 }
 
 // recoveryProblems and recoveryNotes sort what Open completed by itself.

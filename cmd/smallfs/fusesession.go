@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -158,6 +159,9 @@ func (s *fuseSession) Unmount() error        { return s.srv.Unmount() }
 func (s *fuseSession) Abort() error          { return s.srv.Abort() }
 func (s *fuseSession) Sync() error           { return s.vol.Sync() }
 func (s *fuseSession) Remounted(ro bool)     { s.srv.SetReadOnly(ro) }
+func (s *fuseSession) Scrub(ctx context.Context, o volume.ScrubOptions) (volume.ScrubReport, error) {
+	return s.vol.Scrub(ctx, o)
+}
 
 // Close closes the volume (write-back, checkpoint, clean flag), then the
 // device, which drops its lock.
@@ -176,6 +180,9 @@ func (s *fuseSession) Stats(st *control.Stats) {
 		BlocksAvail: fs.BlocksAvail, Files: fs.Files, FilesFree: fs.FilesFree,
 	}
 	st.Dirty = &control.Dirty{Bytes: s.vol.DirtyBytes(), Throttled: s.vol.Throttled()}
+	if err := s.vol.Failed(); err != nil {
+		st.Failed = err.Error()
+	}
 	st.Alloc = volumeAlloc(s.vol)
 	st.Transport = &control.Transport{Kind: control.TransportDevice, Why: s.srv.TransportWhy()}
 	if c, ok := s.srv.Rings(); ok {

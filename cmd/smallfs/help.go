@@ -19,6 +19,7 @@ Commands:
   fsck     check a filesystem and repair what is safe
   info     show a device's superblock, usage and free-space fragmentation
   stats    show the live figures of a mounted filesystem
+  sync     commit everything a mounted filesystem holds (sync(1) does not)
   bench    run the smallfile-style benchmark against smallfs and others
 
 The second form is the mount helper that mount(8) runs through mount.fuse3
@@ -29,7 +30,7 @@ fuse.smallfs; 'smallfs mount --help' lists its options.
 the version.
 `
 
-const mkfsHelp = `Usage: smallfs mkfs [--size SIZE] [--preallocate MODE] [--block-size BYTES] [--root-owner UID:GID] [--force] DEVICE
+const mkfsHelp = `Usage: smallfs mkfs [--size SIZE] [--preallocate MODE] [--block-size BYTES] [--root-owner UID:GID] [--no-data-checksums] [--force] DEVICE
 
 Makes an empty smallfs filesystem on DEVICE, a block device or an image
 file, and prints what it made. A missing image file is created with
@@ -48,12 +49,37 @@ Flags:
                        65536 (default 4096)
   --root-owner UID:GID owner of the root directory (default: whoever runs
                        mkfs, so a user can write in their own image)
-  --force              overwrite an existing smallfs filesystem
+  --no-data-checksums  keep no checksum of file data (default: every block
+                       has a CRC32C, and reads that do not match fail with
+                       EIO instead of returning damaged bytes); for an
+                       older smallfs, which cannot mount images with them
+  --force              overwrite what DEVICE holds: a smallfs, another
+                       filesystem, a partition table, swap, an encrypted
+                       volume, or any byte that is not zero at its start
 
 Exit status: 0 made, 1 failed, 2 usage error.
 `
 
-const fsckHelp = `Usage: smallfs fsck [--repair] [--json] DEVICE
+const tuneHelp = `Usage: smallfs tune --data-checksums | --no-data-checksums DEVICE
+
+Changes a feature of the smallfs filesystem on DEVICE, which must not be
+mounted.
+
+  --data-checksums     give every block of file data a CRC32C, read from
+                       the device as it is now, so that reads are verified
+                       from then on (images made by mkfs have them). One
+                       pass over the data, with progress on a terminal.
+                       Stopped part way (Ctrl-C, a crash), the image
+                       mounts, reading the blocks not covered yet
+                       unverified; run the command again to finish. An
+                       older smallfs cannot mount the image afterwards.
+  --no-data-checksums  take them away, so that an older smallfs can mount
+                       the image; reads are then not verified
+
+Exit status: 0 done, 1 failed or stopped part way, 2 usage error.
+`
+
+const fsckHelp = `Usage: smallfs fsck [--repair] [--data] [--json] DEVICE
 
 Checks the smallfs filesystem on DEVICE and reports every problem found:
 directory entries pointing nowhere, wrong link counts, orphan inodes,
@@ -64,6 +90,9 @@ terminal it shows progress while it loads the metadata.
 
 Flags:
   --repair   fix what is safe and write the result
+  --data     also read every block of file data and check it against its
+             checksum, naming each damaged file (damaged data is a
+             problem --repair cannot fix: there is no second copy)
   --json     print the report as JSON
 
 Exit status, as e2fsck(8):
@@ -112,6 +141,49 @@ Exit status: 0 shown, 1 failed (not a smallfs mount, daemon gone), 2 usage
 error.
 `
 
+const scrubHelp = `Usage: smallfs scrub [--rate BYTES] [--resume] [--json] MOUNTPOINT
+
+Has the daemon serving MOUNTPOINT read every block of file data, in the
+order the blocks lie on the device, and check it against the checksum
+it was written with, while the mount serves. It shows progress on a
+terminal and ends with a summary; each damaged block is named with its
+file, and logged by the daemon. Ctrl-C (or SIGTERM) stops it; --resume
+goes on from where the last scrub of the mount stopped. One scrub runs
+at a time. Only root may ask (the daemon's control socket is root's).
+
+Damaged data cannot be mended: with one device there is no second copy.
+Reads of a damaged block fail with EIO; restore the file from a backup.
+smallfs fsck --data does the same on a device that is not mounted.
+
+Flags:
+  --rate BYTES   read at most BYTES a second (K, M, G suffixes), to leave
+                 the device to others (default: as fast as it reads)
+  --resume       go on from where the last scrub stopped
+  --json         print the summary as JSON
+
+Exit status: 0 clean, 4 damaged data found, 8 not done (an error, or
+stopped before the end), 16 usage error. For a cron job or systemd
+timer: OnFailure= catches 4 and 8.
+`
+
+const syncHelp = `Usage: smallfs sync MOUNTPOINT
+
+Commits everything the smallfs mounted on MOUNTPOINT holds: every file's
+data not yet written back is written, and the metadata log made durable,
+so a crash or power cut afterwards loses nothing written before. Run it
+before a snapshot of the device or a power-off that skips the unmount.
+
+sync(1) and sync -f do not reach a FUSE filesystem (the kernel asks only
+virtiofs), so without this a crash loses up to commit_interval (5s) of
+work that was not fsynced. smallfs sync opens MOUNTPOINT and fsyncs it,
+which smallfs answers by committing everything; 'sync MOUNTPOINT'
+(coreutils, which fsyncs what it names) does the same. Any user who can
+open the mount's root directory may run it.
+
+Exit status: 0 committed, 1 failed (not a smallfs mount point, the mount
+dead, the commit failed), 2 usage error.
+`
+
 // mountHelp is built from the option table so that help, flags and parser
 // cannot disagree.
 var mountHelp = `Usage: smallfs mount [FLAGS] DEVICE MOUNTPOINT
@@ -151,6 +223,11 @@ remount,ro commits everything first, so a crash afterwards loses nothing.
 A mount made ro opens its device read-only and writes nothing to it:
 remount,rw is refused there; umount and mount it rw.
 
+Durability: fsync(2) of a file commits it; work not fsynced is committed
+every commit_interval. sync(1) and sync -f do not reach a FUSE daemon:
+run 'smallfs sync MOUNTPOINT' (or 'sync MOUNTPOINT') to commit everything
+before a snapshot or a power-off without unmount.
+
 smallfs options:
 ` + specOptionsHelp() + `
 Times are seconds (2.5) or durations (500ms, 1h). A background daemon logs
@@ -158,8 +235,10 @@ to $SMALLFS_LOG_FILE, else /var/log/smallfs.log (root) or
 ~/.local/state/smallfs/smallfs.log, unless log_file says otherwise; where
 that cannot be made, to $TMPDIR/smallfs-UID/smallfs.log.
 
-Exit status: smallfs mount: 0 mounted, 1 failed, 2 usage error. The helper
-form follows mount(8): 0 mounted, 32 mount failure, 1 usage error.
+Exit status: smallfs mount: 0 mounted, 1 failed, 2 usage error (a bad
+option included). The helper form follows mount(8): 0 mounted, 32 mount
+failure (a bad option included, as the kernel's "bad option"), 1 usage
+error (a malformed command line).
 `
 
 func specOptionsHelp() string {

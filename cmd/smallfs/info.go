@@ -165,6 +165,9 @@ func featureNames(f uint64) string {
 	if f&format.FeatureDataSums != 0 {
 		names = append(names, "data-sums: one flush per commit")
 	}
+	if f&format.FeatureBlockSums != 0 {
+		names = append(names, "data-checksums: every block of file data, verified on reads")
+	}
 	if len(names) == 0 {
 		return ""
 	}

@@ -40,8 +40,11 @@ var commands = []command{
 	{"mkfs", "make a filesystem on a device or image file", (*app).mkfs},
 	{"mount", "mount a device (the flags form of the mount helper)", (*app).mountCmd},
 	{"fsck", "check a filesystem and repair what is safe", (*app).fsck},
+	{"tune", "give an unmounted filesystem's file data checksums, or take them away", (*app).tune},
 	{"info", "show a device's superblock, usage and free-space fragmentation", (*app).info},
 	{"stats", "show the live figures of a mounted filesystem", (*app).stats},
+	{"sync", "commit everything a mounted filesystem holds (sync(1) does not)", (*app).syncMount},
+	{"scrub", "read and check every block of file data of a mounted filesystem", (*app).scrub},
 	{"bench", "run the smallfile-style benchmark (package bench)", (*app).bench},
 }
 

@@ -19,6 +19,9 @@ type mkfsOpts struct {
 	force     bool
 	prealloc  device.Prealloc
 	owner     rootOwner
+	// noChecksums makes the filesystem without data checksums, for an
+	// older smallfs to mount.
+	noChecksums bool
 }
 
 // rootOwner is who owns a new filesystem's root directory.
@@ -31,13 +34,20 @@ func defaultRootOwner() rootOwner {
 	return rootOwner{uint32(os.Getuid()), uint32(os.Getgid())}
 }
 
+// noOwner is (uid_t)-1 and (gid_t)-1: to chown(2) "leave it as it is",
+// and no owner any file can have.
+const noOwner = 1<<32 - 1
+
 // parseRootOwner reads --root-owner UID:GID.
 func parseRootOwner(v string) (rootOwner, error) {
 	u, g, ok := strings.Cut(v, ":")
 	uid, uerr := strconv.ParseUint(u, 10, 32)
 	gid, gerr := strconv.ParseUint(g, 10, 32)
-	if !ok || uerr != nil || gerr != nil {
+	switch {
+	case !ok || uerr != nil || gerr != nil:
 		return rootOwner{}, fmt.Errorf("want UID:GID, two numbers such as 1000:1000")
+	case uid == noOwner || gid == noOwner:
+		return rootOwner{}, fmt.Errorf("%d is -1 as a uid_t or gid_t, which chown(2) takes for \"leave it as it is\": no file is owned by it", uint64(noOwner))
 	}
 	return rootOwner{uint32(uid), uint32(gid)}, nil
 }
@@ -51,6 +61,7 @@ func mkfsFlags() (*flag.FlagSet, *mkfsOpts) {
 	})
 	fs.UintVar(&o.blockSize, "block-size", format.DefaultBlockSize, "")
 	fs.BoolVar(&o.force, "force", false, "")
+	fs.BoolVar(&o.noChecksums, "no-data-checksums", false, "")
 	fs.Func("root-owner", "", func(v string) (err error) {
 		o.owner, err = parseRootOwner(v)
 		return err
@@ -90,7 +101,7 @@ func (a *app) mkfs(args []string) int {
 			return a.failf(exitError, "mkfs: %v", err)
 		}
 	}
-	if err := makeFilesystem(dev, uint32(o.blockSize), o.force, o.owner); err != nil {
+	if err := makeFilesystem(dev, o); err != nil {
 		return a.failf(exitError, "mkfs: %s: %v", path, err)
 	}
 	sb, err := format.ReadSuperblock(dev)
@@ -102,16 +113,25 @@ func (a *app) mkfs(args []string) int {
 	return exitOK
 }
 
-// refuseExisting stops mkfs from overwriting a filesystem by accident:
-// anything carrying the smallfs magic counts, even a newer or damaged one.
+// refuseExisting stops mkfs from overwriting data by accident, as
+// mkfs.xfs does: anything carrying the smallfs magic counts, even a newer
+// or damaged one, and so does another format (signature.go) or any byte
+// that is not zero at the start of the device.
 func refuseExisting(path string, dev device.Device) error {
 	sb, err := format.ReadSuperblock(dev)
 	switch {
 	case err == nil:
 		return fmt.Errorf("%s already holds a smallfs filesystem (%s, uuid %s); --force overwrites it",
 			path, human(sb.Blocks*uint64(sb.BlockSize)), uuidString(sb.UUID))
-	case errors.Is(err, format.ErrNotSmallfs):
-		return nil
+	case !errors.Is(err, format.ErrNotSmallfs):
+		return fmt.Errorf("%v; --force overwrites it", formatError(path, err))
 	}
-	return fmt.Errorf("%v; --force overwrites it", formatError(path, err))
+	found, err := foreignData(dev)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case found != "":
+		return fmt.Errorf("%s holds %s; --force overwrites it", path, found)
+	}
+	return nil
 }

@@ -11,12 +11,18 @@ import (
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
 )
 
-// exitCodes are the codes a form of the mount command answers with.
-type exitCodes struct{ usage, failure int }
+// exitCodes are the codes a form of the mount command answers with: for
+// a malformed command line, for a bad option (unknown, a bad value, or
+// options that contradict each other: one code whichever check finds
+// it), and for a mount that failed. The helper form speaks mount(8),
+// where the filesystem refusing its options is a mount failure (32, as
+// the kernel's "bad option" is); smallfs mount treats them as usage
+// errors, as it does its flags.
+type exitCodes struct{ usage, option, failure int }
 
 var (
-	helperCodes = exitCodes{exitHelperUsage, exitHelperFailure}
-	mountCodes  = exitCodes{exitUsage, exitError}
+	helperCodes = exitCodes{exitHelperUsage, exitHelperFailure, exitHelperFailure}
+	mountCodes  = exitCodes{exitUsage, exitUsage, exitError}
 )
 
 // helper is the mount.fuse3 form: smallfs DEVICE MOUNTPOINT -o OPTS.
@@ -27,7 +33,7 @@ func (a *app) helper(args []string) int {
 		fmt.Fprintf(a.stderr, "smallfs: %v\nTry 'smallfs --help' or 'smallfs mount --help'.\n", err)
 		return helperCodes.usage
 	case err != nil:
-		return a.failf(helperCodes.failure, "%v", err)
+		return a.failf(helperCodes.option, "%v", err)
 	case parsed.Help:
 		fmt.Fprint(a.stdout, mountHelp)
 		return exitOK
@@ -53,7 +59,7 @@ func (a *app) mountCmd(args []string) int {
 		return code
 	}
 	if len(optErrs) > 0 {
-		return a.failf(mountCodes.usage, "%v", joinLine(optErrs))
+		return a.failf(mountCodes.option, "%v", joinLine(optErrs))
 	}
 	parsed.Device, parsed.Mountpoint = pos[0], pos[1]
 	return a.mount(parsed, mountCodes)
@@ -63,7 +69,7 @@ func (a *app) mountCmd(args []string) int {
 // started) or starts the daemon and waits for its word.
 func (a *app) mount(p mountopt.Args, codes exitCodes) int {
 	if err := p.Config.Check(); err != nil {
-		return a.failf(codes.usage, "%v", err)
+		return a.failf(codes.option, "%v", err)
 	}
 	if p.Config.Remount {
 		if err := remount(p); err != nil {

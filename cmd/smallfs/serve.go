@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -81,9 +83,14 @@ func absolute(p mountopt.Args) (mountopt.Args, error) {
 	if p.Device, err = filepath.Abs(p.Device); err != nil {
 		return p, err
 	}
-	if p.Mountpoint, err = resolveMountpoint(p.Mountpoint); err != nil {
+	mnt, err := resolveMountpoint(p.Mountpoint)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return p, fmt.Errorf("%s: mount point does not exist (nor does the directory it would be in)", p.Mountpoint)
+	case err != nil:
 		return p, fmt.Errorf("%s: mount point: %w", p.Mountpoint, err)
 	}
+	p.Mountpoint = mnt
 	if p.Config.FsName == "" {
 		p.Config.FsName = p.Device
 	}
@@ -121,6 +128,10 @@ type mounted struct {
 	metrics *control.MetricsServer
 	// background is set in the daemon, whose stderr follows the log file.
 	background bool
+	// scrubbing holds the one scrub that may run at a time; scrubNext is
+	// where the last one stopped (0: it finished, or none ran).
+	scrubbing sync.Mutex
+	scrubNext uint64
 }
 
 // run reports ready once the mount answers, then serves signals until the

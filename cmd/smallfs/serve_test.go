@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"github.com/smallfs/smallfs/fs/volume"
 	"io"
 	"os"
 	"path/filepath"
@@ -46,6 +48,10 @@ func (f *fakeSession) Calls() string {
 
 func (f *fakeSession) Done() <-chan struct{} { return f.done }
 func (f *fakeSession) Sync() error           { f.record("sync"); return nil }
+func (f *fakeSession) Scrub(context.Context, volume.ScrubOptions) (volume.ScrubReport, error) {
+	return volume.ScrubReport{}, volume.ErrNoChecksums
+}
+
 func (f *fakeSession) Remounted(ro bool) {
 	if ro {
 		f.record("remounted ro")

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
+	"github.com/smallfs/smallfs/fs/volume"
 )
 
 // session is one mounted filesystem as the daemon drives it: the volume,
@@ -29,4 +32,6 @@ type session interface {
 	Close() error
 	// Stats fills the sections of st that the session knows.
 	Stats(st *control.Stats)
+	// Scrub reads and checks every block of file data (volume.Scrub).
+	Scrub(ctx context.Context, o volume.ScrubOptions) (volume.ScrubReport, error)
 }

@@ -100,7 +100,7 @@ func resolveMountpoint(dir string) (string, error) {
 	}
 	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%s: no such directory", dir)
+		return "", explain(err, "%s: no such directory", dir)
 	} else if err != nil {
 		return "", err
 	}

@@ -18,10 +18,10 @@ import (
 // only clutter a report.
 func quiet() logrus.FieldLogger { return nolog.New() }
 
-// makeFilesystem writes an empty filesystem on dev whose root directory
-// owner owns.
-func makeFilesystem(dev device.Device, blockSize uint32, force bool, owner rootOwner) error {
-	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: blockSize, Force: force, RootUID: owner.uid, RootGID: owner.gid})
+// makeFilesystem writes an empty filesystem on dev as o says.
+func makeFilesystem(dev device.Device, o *mkfsOpts) error {
+	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: uint32(o.blockSize), Force: o.force, RootUID: o.owner.uid, RootGID: o.owner.gid,
+		NoBlockSums: o.noChecksums})
 	if err != nil {
 		return explain(err, "%s", strings.TrimPrefix(err.Error(), "mkfs: "))
 	}

@@ -22,10 +22,11 @@ func (o Op) String() string {
 }
 
 // Faulty wraps a Device and fails chosen operations: the Nth read, write or
-// flush, or every operation from the Nth on. Operations are numbered from 1
-// per kind, failed ones included. A failed operation does nothing to the
-// inner device and returns an error wrapping ErrInjected and the error the
-// rule gave (syscall.EIO, syscall.ENOSPC, ...).
+// flush, every operation from the Nth on, or every read or write touching
+// a byte range. Operations are numbered from 1 per kind, failed ones
+// included. A failed operation does nothing to the inner device and
+// returns an error wrapping ErrInjected and the error the rule gave
+// (syscall.EIO, syscall.ENOSPC, ...).
 type Faulty struct {
 	inner  Device
 	counts [OpAny + 1]atomic.Int64
@@ -38,6 +39,9 @@ type Faulty struct {
 type faultRule struct {
 	op       Op
 	from, to int64 // inclusive; to == 0 means forever
+	// off, end: with end > 0, the rule is a byte range [off, end) instead:
+	// it fails the reads or writes (op) that touch it, whatever their number.
+	off, end int64
 	err      error
 }
 
@@ -47,10 +51,19 @@ var _ Device = (*Faulty)(nil)
 func NewFaulty(inner Device) *Faulty { return &Faulty{inner: inner} }
 
 // FailNth makes the nth operation of kind op fail with err.
-func (f *Faulty) FailNth(op Op, n int64, err error) { f.addRule(faultRule{op, n, n, err}) }
+func (f *Faulty) FailNth(op Op, n int64, err error) {
+	f.addRule(faultRule{op: op, from: n, to: n, err: err})
+}
 
 // FailFrom makes the nth operation of kind op and every later one fail.
-func (f *Faulty) FailFrom(op Op, n int64, err error) { f.addRule(faultRule{op, n, 0, err}) }
+func (f *Faulty) FailFrom(op Op, n int64, err error) { f.addRule(faultRule{op: op, from: n, err: err}) }
+
+// FailRange makes every read or write (op: OpRead, OpWrite or OpAny) that
+// touches a byte of [off, off+length) fail, as a bad stretch of a disk
+// does; flushes are not affected.
+func (f *Faulty) FailRange(op Op, off, length int64, err error) {
+	f.addRule(faultRule{op: op, off: off, end: off + length, err: err})
+}
 
 // Heal removes every rule; counting goes on.
 func (f *Faulty) Heal() {
@@ -79,8 +92,9 @@ func (f *Faulty) addRule(r faultRule) {
 	f.mu.Unlock()
 }
 
-// admit counts an operation and says whether it may run.
-func (f *Faulty) admit(op Op) error {
+// admit counts an operation on bytes [off, end) and says whether it may
+// run (a flush has no range: end == off).
+func (f *Faulty) admit(op Op, off, end int64) error {
 	n := f.counts[op].Add(1)
 	total := f.counts[OpAny].Add(1)
 	if h := f.hook.Load(); h != nil {
@@ -97,6 +111,12 @@ func (f *Faulty) admit(op Op) error {
 		} else if r.op != op {
 			continue
 		}
+		if r.end > 0 {
+			if off < r.end && r.off < end {
+				return fmt.Errorf("device: %s #%d at %d+%d: %w: %w", op, n, off, end-off, ErrInjected, r.err)
+			}
+			continue
+		}
 		if k >= r.from && (r.to == 0 || k <= r.to) {
 			return fmt.Errorf("device: %s #%d: %w: %w", op, n, ErrInjected, r.err)
 		}
@@ -105,21 +125,21 @@ func (f *Faulty) admit(op Op) error {
 }
 
 func (f *Faulty) ReadAt(p []byte, off int64) (int, error) {
-	if err := f.admit(OpRead); err != nil {
+	if err := f.admit(OpRead, off, off+int64(len(p))); err != nil {
 		return 0, err
 	}
 	return f.inner.ReadAt(p, off)
 }
 
 func (f *Faulty) WriteAt(p []byte, off int64) (int, error) {
-	if err := f.admit(OpWrite); err != nil {
+	if err := f.admit(OpWrite, off, off+int64(len(p))); err != nil {
 		return 0, err
 	}
 	return f.inner.WriteAt(p, off)
 }
 
 func (f *Faulty) Flush() error {
-	if err := f.admit(OpFlush); err != nil {
+	if err := f.admit(OpFlush, 0, 0); err != nil {
 		return err
 	}
 	return f.inner.Flush()

@@ -68,3 +68,30 @@ func TestFaultyHook(t *testing.T) {
 		t.Errorf("hook saw %v", seen)
 	}
 }
+
+// TestFaultyRange: a range rule fails the reads (or writes) that touch a
+// byte of the range, every time, and nothing else; flushes go through.
+func TestFaultyRange(t *testing.T) {
+	f := NewFaulty(NewMem(4096))
+	f.FailRange(OpRead, 1000, 100, syscall.EIO)
+	b := make([]byte, 10)
+	for _, c := range []struct {
+		off  int64
+		fail bool
+	}{{990, false}, {991, true}, {1050, true}, {1099, true}, {1100, false}, {1050, true}} {
+		_, err := f.ReadAt(b, c.off)
+		if c.fail != (err != nil) || c.fail && (!errors.Is(err, syscall.EIO) || !errors.Is(err, ErrInjected)) {
+			t.Errorf("read at %d: %v, want failure %v", c.off, err, c.fail)
+		}
+	}
+	if _, err := f.WriteAt(b, 1050); err != nil {
+		t.Errorf("write in a read-failing range: %v", err)
+	}
+	if err := f.Flush(); err != nil {
+		t.Errorf("flush: %v", err)
+	}
+	f.Heal()
+	if _, err := f.ReadAt(b, 1050); err != nil {
+		t.Errorf("healed: %v", err)
+	}
+}

@@ -168,6 +168,11 @@ func (w *CheckpointWriter) AddExtents(r *ExtentsRec) error {
 	return w.add(appendExtentsChecked(w.enc[:0], r))
 }
 
+// AddBlockSums is Add for a BlockSumsRec.
+func (w *CheckpointWriter) AddBlockSums(r *BlockSumsRec) error {
+	return w.add(appendBlockSumsChecked(w.enc[:0], r))
+}
+
 // AddBuffer appends the records b holds, as if each had been added here.
 func (w *CheckpointWriter) AddBuffer(b *RecordBuffer) error {
 	if w.err != nil {
@@ -238,6 +243,11 @@ func (b *RecordBuffer) AddExtents(r *ExtentsRec) error {
 	return b.add(appendExtentsChecked(b.enc[:0], r))
 }
 
+// AddBlockSums is CheckpointWriter.AddBlockSums into the buffer.
+func (b *RecordBuffer) AddBlockSums(r *BlockSumsRec) error {
+	return b.add(appendBlockSumsChecked(b.enc[:0], r))
+}
+
 // Len is the bytes of records held.
 func (b *RecordBuffer) Len() int { return b.size }
 
@@ -306,6 +316,13 @@ func appendDirentChecked(dst []byte, r *DirentRec) ([]byte, error) {
 		return dst, invalid(RecDirent, why)
 	}
 	return AppendDirent(dst, r), nil
+}
+
+func appendBlockSumsChecked(dst []byte, r *BlockSumsRec) ([]byte, error) {
+	if why := r.check(); why != "" {
+		return dst, invalid(RecBlockSums, why)
+	}
+	return AppendBlockSums(dst, r.Block, r.Sums), nil
 }
 
 func appendExtentsChecked(dst []byte, r *ExtentsRec) ([]byte, error) {

@@ -66,8 +66,22 @@ func AppendRecord(dst []byte, r Record) []byte {
 			dst = binary.AppendUvarint(dst, x.Len)
 			dst = binary.LittleEndian.AppendUint32(dst, x.CRC)
 		}
+	case BlockSumsRec:
+		return AppendBlockSums(dst[:start], r.Block, r.Sums)
 	default:
 		return dst[:start]
+	}
+	return endFrame(dst, start)
+}
+
+// AppendBlockSums is AppendRecord for BlockSumsRec{block, sums}, without
+// boxing it.
+func AppendBlockSums(dst []byte, block uint64, sums []uint32) []byte {
+	start := len(dst)
+	dst = binary.AppendUvarint(append(dst, byte(RecBlockSums), 0), block)
+	dst = binary.AppendUvarint(dst, uint64(len(sums)))
+	for _, c := range sums {
+		dst = binary.LittleEndian.AppendUint32(dst, c)
 	}
 	return endFrame(dst, start)
 }
@@ -163,6 +177,8 @@ func deref(r Record) Record {
 	case *SymlinkRec:
 		return *p
 	case *DataSumRec:
+		return *p
+	case *BlockSumsRec:
 		return *p
 	}
 	return r
@@ -261,6 +277,10 @@ func decodeBody(typ RecType, d *decoder) Record {
 		return SymlinkRec{Ino: d.uvarint("ino"), Target: d.str("target", MaxSymlinkLen)}
 	case RecDataSum:
 		return decodeDataSum(d)
+	case RecBlockSums:
+		var r BlockSumsRec
+		decodeBlockSums(d, &r, nil)
+		return r
 	}
 	d.fail("unknown type") // recordSize already refused it
 	return nil
@@ -313,6 +333,24 @@ func decodeDataSum(d *decoder) DataSumRec {
 	return r
 }
 
+// decodeBlockSums decodes a BlockSumsRec's body into r, its sums into
+// reuse's memory when it is large enough.
+func decodeBlockSums(d *decoder, r *BlockSumsRec, reuse []uint32) {
+	r.Block = d.uvarint("block")
+	n := d.uvarint("sum count")
+	if d.err != nil || n > uint64(len(d.b)/4) {
+		d.fail(fmt.Sprintf("sum count %d for %d bytes", n, len(d.b)))
+		return
+	}
+	if uint64(cap(reuse)) < n {
+		reuse = make([]uint32, n)
+	}
+	r.Sums = reuse[:n]
+	for i := range r.Sums {
+		r.Sums[i] = d.fixed32("sum")
+	}
+}
+
 // Validate reports, wrapping ErrInvalid, why r cannot be written: a zero
 // inode number, a bad name, a value over its limit, an extent map that is
 // unsorted, overlapping or overflowing. Decoders apply the same rules.
@@ -352,6 +390,8 @@ func check(r Record) string {
 		return first(checkIno(r.Ino), checkLen("symlink target", len(r.Target), 1, MaxSymlinkLen), checkNoNUL(r.Target))
 	case DataSumRec:
 		return first(checkIno(r.Ino), checkRanges(r.Ranges))
+	case BlockSumsRec:
+		return r.check()
 	}
 	return fmt.Sprintf("unknown record type %T", r)
 }
@@ -361,6 +401,16 @@ func (r *DirentRec) check() string {
 }
 
 func (r *ExtentsRec) check() string { return first(checkIno(r.Ino), checkExtents(r.Extents)) }
+
+func (r *BlockSumsRec) check() string {
+	switch n := uint64(len(r.Sums)); {
+	case n == 0 || n > MaxBlockSums:
+		return fmt.Sprintf("%d block sums outside [1, %d]", n, MaxBlockSums)
+	case r.Block == 0 || r.Block+n < r.Block:
+		return fmt.Sprintf("block sums of %d blocks from %d overflow or start at block 0", n, r.Block)
+	}
+	return ""
+}
 
 func first(whys ...string) string {
 	for _, w := range whys {
@@ -444,11 +494,11 @@ func checkRanges(xs []SumRange) string {
 }
 
 // maxRecType is the highest record type number in use (see the registry).
-const maxRecType = RecDataSum
+const maxRecType = RecBlockSums
 
 func (t RecType) String() string {
 	if t == 0 || t > maxRecType {
 		return fmt.Sprintf("type-%d", uint8(t))
 	}
-	return [...]string{"", "inode", "inode-free", "dirent", "dirent-del", "extents", "inline", "xattr-set", "xattr-del", "symlink", "data-sum"}[t]
+	return [...]string{"", "inode", "inode-free", "dirent", "dirent-del", "extents", "inline", "xattr-set", "xattr-del", "symlink", "data-sum", "block-sums"}[t]
 }

@@ -39,6 +39,7 @@ const (
 	MaxInlineLen     = 64 << 10 // inline file data
 	MaxExtents       = 1 << 21  // extents in one ExtentsRec (at most 30 bytes each)
 	MaxRecordLen     = 64 << 20 // one encoded record body
+	MaxBlockSums     = 1 << 20  // checksums in one BlockSumsRec (4 MiB of them)
 )
 
 // Fixed header sizes.
@@ -51,6 +52,14 @@ const (
 // Superblock flags.
 const (
 	FlagClean uint32 = 1 << 0 // closed cleanly: the checkpoint is complete, skip replay
+	// FlagSumsPartial: the image is being given block checksums
+	// (FeatureBlockSums) and some blocks have none yet: they read
+	// unverified, and a missing checksum is not a problem until the
+	// pass that gives them clears the flag.
+	FlagSumsPartial uint32 = 1 << 1
+	// knownFlags are the flags this version understands; others refuse
+	// the superblock.
+	knownFlags = FlagClean | FlagSumsPartial
 )
 
 // Superblock feature bits (incompatible: a reader that does not know one
@@ -62,11 +71,15 @@ const (
 	// replay checks the data of the last commit (FORMAT.md, "One flush
 	// per commit").
 	FeatureDataSums uint64 = 1 << 0
+	// FeatureBlockSums: every block of file data has a CRC32C in the
+	// metadata (BlockSumsRec), and reads verify it. Transactions carry
+	// BlockSumsRecs where they would carry DataSumRecs.
+	FeatureBlockSums uint64 = 1 << 1
 )
 
 // KnownFeatures is the set of feature bits this version understands; a
 // superblock with any other bit set is refused.
-const KnownFeatures = FeatureDataSums
+const KnownFeatures = FeatureDataSums | FeatureBlockSums
 
 // Chunk flags.
 const (

@@ -25,6 +25,7 @@ const (
 	RecXattrDel  RecType = 8  // XattrDelRec
 	RecSymlink   RecType = 9  // SymlinkRec: a symlink's target
 	RecDataSum   RecType = 10 // DataSumRec: checksums of data the transaction wrote (FeatureDataSums)
+	RecBlockSums RecType = 11 // BlockSumsRec: the checksum of every block of file data (FeatureBlockSums)
 )
 
 // InodeRec carries an inode's full attributes. Times are Unix nanoseconds.
@@ -110,6 +111,17 @@ type SumRange struct {
 	CRC   uint32
 }
 
+// BlockSumsRec gives the CRC32C of each of len(Sums) device blocks from
+// Block on, as file data was written there (FeatureBlockSums): reads
+// verify the blocks against them. A write-back's transaction carries one
+// per extent it placed, a checkpoint one per extent in use; a block's
+// sum holds until the block is written again, which copy-on-write does
+// only after it was freed. The sums of blocks no file uses mean nothing.
+type BlockSumsRec struct {
+	Block uint64
+	Sums  []uint32
+}
+
 func (InodeRec) Type() RecType     { return RecInode }
 func (InodeFreeRec) Type() RecType { return RecInodeFree }
 func (DirentRec) Type() RecType    { return RecDirent }
@@ -120,3 +132,4 @@ func (XattrSetRec) Type() RecType  { return RecXattrSet }
 func (XattrDelRec) Type() RecType  { return RecXattrDel }
 func (SymlinkRec) Type() RecType   { return RecSymlink }
 func (DataSumRec) Type() RecType   { return RecDataSum }
+func (BlockSumsRec) Type() RecType { return RecBlockSums }

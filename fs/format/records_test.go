@@ -26,6 +26,8 @@ func sampleRecords() []Record {
 		XattrDelRec{Ino: 9, Name: "user.k"},
 		SymlinkRec{Ino: 4, Target: "../a/b"},
 		DataSumRec{Ino: 4, Ranges: []SumRange{{Block: 100, Len: 1, CRC: 0xdeadbeef}, {Block: math.MaxUint64 - 1, Len: 1, CRC: 0}}},
+		BlockSumsRec{Block: 7, Sums: []uint32{0xdeadbeef, 0, 1}},
+		BlockSumsRec{Block: math.MaxUint64 - 1, Sums: []uint32{42}},
 	}
 }
 
@@ -39,7 +41,13 @@ func randomRecord(rng *rand.Rand) Record {
 		return string(b)
 	}
 	ino := func() uint64 { return 1 + rng.Uint64N(1<<uint(rng.IntN(64))) }
-	switch rng.IntN(10) {
+	switch rng.IntN(11) {
+	case 9:
+		sums := make([]uint32, 1+rng.IntN(20))
+		for i := range sums {
+			sums[i] = rng.Uint32()
+		}
+		return BlockSumsRec{Block: 1 + rng.Uint64N(1<<40), Sums: sums}
 	case 0:
 		return InodeRec{Ino: ino(), Gen: rng.Uint64(), Mode: rng.Uint32(), Nlink: rng.Uint32(), UID: rng.Uint32(),
 			GID: rng.Uint32(), Rdev: rng.Uint32(), Flags: rng.Uint32(), Size: rng.Uint64(),
@@ -173,6 +181,10 @@ func TestValidateRejects(t *testing.T) {
 		DataSumRec{Ino: 1, Ranges: []SumRange{{Block: 1, Len: 0}}},
 		DataSumRec{Ino: 1, Ranges: []SumRange{{Block: math.MaxUint64, Len: 2}}},
 		DataSumRec{Ino: 0, Ranges: []SumRange{{Block: 1, Len: 1}}},
+		BlockSumsRec{Block: 1},
+		BlockSumsRec{Block: 0, Sums: []uint32{1}},
+		BlockSumsRec{Block: math.MaxUint64, Sums: []uint32{1, 2}},
+		BlockSumsRec{Block: 1, Sums: make([]uint32, MaxBlockSums+1)},
 	}
 	for _, r := range bad {
 		if err := Validate(r); !errors.Is(err, ErrInvalid) {

@@ -7,13 +7,14 @@ import (
 )
 
 // ScanCheckpoint is ReadCheckpoint for the mount path, where decoding is
-// the cost: the common records (inodes, directory entries, extent maps)
-// reach fn as pointers (*InodeRec, *DirentRec, *ExtentsRec) to structures
-// reused for the next record, so no record is boxed, and names are
-// interned in shared blocks instead of allocated one by one. The rarer
-// types come by value, as from ReadCheckpoint. fn must not keep the
-// pointer; what a record points to (names, extent maps, data) is fn's to
-// keep. Errors are ReadCheckpoint's.
+// the cost: the common records (inodes, directory entries, extent maps,
+// block sums) reach fn as pointers (*InodeRec, *DirentRec, *ExtentsRec,
+// *BlockSumsRec) to structures reused for the next record, so no record
+// is boxed, and names are interned in shared blocks instead of allocated
+// one by one. The rarer types come by value, as from ReadCheckpoint. fn
+// must not keep the pointer; what a record points to (names, extent maps,
+// data) is fn's to keep, but for block sums, which are reused too. Errors
+// are ReadCheckpoint's.
 func ScanCheckpoint(dev device.Device, loc CheckpointLoc, fn func(Record) error) (CheckpointInfo, error) {
 	return readCheckpoint(dev, loc, fn, new(scanner))
 }
@@ -23,6 +24,7 @@ type scanner struct {
 	inode   InodeRec
 	dirent  DirentRec
 	extents ExtentsRec
+	sums    BlockSumsRec
 	names   arena
 }
 
@@ -45,6 +47,10 @@ func (s *scanner) decode(b []byte) (Record, error) {
 		r := &s.extents
 		r.Ino, r.Extents = d.uvarint("ino"), decodeExtents(&d)
 		return r, d.finish(typ, r.check)
+	case RecBlockSums:
+		r := &s.sums
+		decodeBlockSums(&d, r, r.Sums)
+		return r, d.finish(typ, r.check)
 	}
 	r, _, err := DecodeRecord(b)
 	return r, err
@@ -52,13 +58,14 @@ func (s *scanner) decode(b []byte) (Record, error) {
 
 // TxnScanner is DecodeTxns for replay, where decoding is the cost: the
 // records replay sees most (inodes, entries set and removed, extent maps,
-// inode frees) reach fn as pointers (*InodeRec, *DirentRec, *DirentDelRec,
-// *ExtentsRec, *InodeFreeRec) into structures reused for the next
-// transaction, the record slice is reused too, and entry names are
-// interned in shared blocks, so a transaction costs no allocation but its
-// extent maps. The rarer types come by value. fn must not keep the slice
-// or the pointers; it may keep a DirentRec's name and an extent map, but
-// not a DirentDelRec's name, which points into the payload. Errors are
+// inode frees, block sums) reach fn as pointers (*InodeRec, *DirentRec,
+// *DirentDelRec, *ExtentsRec, *InodeFreeRec, *BlockSumsRec) into
+// structures reused for the next transaction, the record slice is reused
+// too, and entry names are interned in shared blocks, so a transaction
+// costs no allocation but its extent maps. The rarer types come by value.
+// fn must not keep the slice or the pointers; it may keep a DirentRec's
+// name and an extent map, but not a DirentDelRec's name, which points
+// into the payload, nor block sums, which are reused. Errors are
 // DecodeTxns's. The zero value is ready; it is not safe for concurrent
 // use.
 type TxnScanner struct {
@@ -67,6 +74,7 @@ type TxnScanner struct {
 	dels    []DirentDelRec
 	extents []ExtentsRec
 	frees   []InodeFreeRec
+	sums    []BlockSumsRec
 	recs    []Record
 	names   arena
 }
@@ -80,7 +88,7 @@ func (s *TxnScanner) Scan(payload []byte, n uint32, fn func(i int, recs []Record
 // reused from here on.
 func (s *TxnScanner) reset(count int) []Record {
 	s.inodes, s.dirents, s.dels = s.inodes[:0], s.dirents[:0], s.dels[:0]
-	s.extents, s.frees = s.extents[:0], s.frees[:0]
+	s.extents, s.frees, s.sums = s.extents[:0], s.frees[:0], s.sums[:0]
 	if cap(s.recs) < count {
 		s.recs = make([]Record, count)
 	}
@@ -130,6 +138,17 @@ func (s *TxnScanner) decode(b []byte) (Record, int, error) {
 		x := grow(&s.frees)
 		x.Ino = d.uvarint("ino")
 		r, why = x, func() string { return checkIno(x.Ino) }
+	case RecBlockSums:
+		// Reslice rather than grow: the slot keeps the sums' memory of an
+		// earlier transaction for this one.
+		if len(s.sums) < cap(s.sums) {
+			s.sums = s.sums[:len(s.sums)+1]
+		} else {
+			s.sums = append(s.sums, BlockSumsRec{})
+		}
+		x := &s.sums[len(s.sums)-1]
+		decodeBlockSums(&d, x, x.Sums)
+		r, why = x, x.check
 	default:
 		return DecodeRecord(b)
 	}

@@ -19,7 +19,7 @@ type Superblock struct {
 	BlockSize  uint32
 	Blocks     uint64 // filesystem size in blocks
 	Generation uint64 // bumped by every write; slot = Generation % 2
-	Flags      uint32 // FlagClean
+	Flags      uint32 // FlagClean, FlagSumsPartial
 	Checkpoint uint64 // block of the checkpoint header; 0: none (empty volume)
 	Log        BlockRange
 	LogHead    uint64 // block within Log where replay starts
@@ -127,8 +127,8 @@ func (sb *Superblock) check() string {
 	switch {
 	case !ValidBlockSize(sb.BlockSize):
 		return fmt.Sprintf("block size %d", sb.BlockSize)
-	case sb.Flags&^FlagClean != 0:
-		return fmt.Sprintf("unknown flags %#x", sb.Flags)
+	case sb.Flags&^knownFlags != 0:
+		return fmt.Sprintf("unknown flags %#x", sb.Flags&^knownFlags)
 	case sb.Blocks > 1<<63/uint64(sb.BlockSize):
 		return fmt.Sprintf("%d blocks", sb.Blocks)
 	}
@@ -218,8 +218,9 @@ func ReadSuperblocks(dev device.Device) (cur, other *Superblock, err error) {
 
 // ShrunkError is ReadSuperblock's error for a device smaller than the
 // filesystem on it: an image file cut short (copied onto a full disk,
-// truncated by mistake). Nothing past the end is readable, but growing the
-// file back brings back whatever the cut did not destroy. It wraps
+// truncated by mistake). Nothing past the end is readable; growing the
+// file back brings back its size, and past the cut zeros, not the data
+// that was there. It wraps
 // ErrNoValidSuperblock and ErrCorrupt, which it replaces: neither slot
 // describes the device as it is.
 type ShrunkError struct {
@@ -228,7 +229,7 @@ type ShrunkError struct {
 }
 
 func (e *ShrunkError) Error() string {
-	return fmt.Sprintf("image is %d bytes but the filesystem is %d bytes: it was cut short; grow it back with truncate -s %d", e.Size, e.Want, e.Want)
+	return fmt.Sprintf("image is %d bytes but the filesystem is %d bytes: it was cut short; truncate -s %d brings back its size, not the data cut off", e.Size, e.Want, e.Want)
 }
 
 func (e *ShrunkError) Unwrap() []error { return []error{ErrNoValidSuperblock, ErrCorrupt} }

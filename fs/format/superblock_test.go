@@ -257,7 +257,7 @@ func TestSuperblockShrunkImage(t *testing.T) {
 		if !errors.As(err, &shrunk) || shrunk.Size != int64(size) || shrunk.Want != 1<<20 || !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("image cut to %d bytes: %v", size, err)
 		}
-		if want := "it was cut short; grow it back with truncate -s 1048576"; !strings.Contains(err.Error(), want) {
+		if want := "it was cut short; truncate -s 1048576 brings back its size, not the data cut off"; !strings.Contains(err.Error(), want) {
 			t.Errorf("image cut to %d bytes: %q does not say %q", size, err, want)
 		}
 	}

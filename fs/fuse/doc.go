@@ -118,7 +118,11 @@
 // operation for the rest of the mount. An error without an errno becomes
 // EIO and is logged with the operation and inode; so is every EIO (a bad
 // device or corrupt metadata). A negative LOOKUP is not an error: it is
-// answered as a negative entry the kernel may cache.
+// answered as a negative entry the kernel may cache. Device errors reach
+// the request that needed the device (READ, WRITE, FSYNC, FLUSH under
+// FlushOnClose); after a device error writing metadata the volume answers
+// every change EROFS and every FSYNC EIO until it is mounted again
+// (volume doc, "# Device errors"; fault_test.go shows it through a mount).
 //
 // # Caching
 //
@@ -206,10 +210,20 @@
 // # Reads
 //
 // A read that the volume maps to one contiguous device extent is answered
-// with fuse.ReadResultFd on the device's descriptor at the physical offset:
-// go-fuse splices it to the kernel without copying through user space.
+// with a devRead (devread.go) on the device's descriptor at the physical
+// offset: go-fuse splices it to the kernel without copying through user
+// space, or, where it does not splice (the rings' ProtocolServer, a
+// splice that failed), preads it straight into the reply buffer. The
+// range is read after the handler has returned, so the volume's read
+// plan pins its blocks (volume.ReadPlan) until go-fuse calls the reply's
+// Done, once the reply is written or dropped; a block freed meanwhile is
+// not reused before that, and the reply never carries another file's
+// bytes. go-fuse calls Done on every path of both transports for a reply
+// with a payload and an OK status, which is the only kind Read returns.
+// The replies are pooled: a READ allocates nothing of its own.
 // Inline files, dirty data and holes are answered from the volume's memory.
-// Without a device descriptor (device.Mem), reads copy through ReadAt.
+// Without a device descriptor (device.Mem), reads copy through ReadAt,
+// which reads the device under the file's data lock.
 //
 // # Transports
 //

@@ -88,7 +88,9 @@ var errBadHandle = fmt.Errorf("unknown file handle: %w", syscall.EBADF)
 
 // Read answers from the device without copying when the range is one
 // contiguous extent (the kernel splices it from the device fd), and from
-// the volume's memory for inline files, dirty data and holes.
+// the volume's memory for inline files, dirty data and holes. A device
+// range goes out as a devRead, which holds the range's blocks until the
+// reply is written.
 func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	start := fs.begin(opRead)
 	r, err := fs.acquire(in.Fh, volume.Ino(in.NodeId), false)
@@ -106,7 +108,7 @@ func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 			return nil, fs.done(opRead, start, in.NodeId, err)
 		}
 		if p.Bytes == nil && p.Len > 0 {
-			return fuse.ReadResultFd(uintptr(fs.devFd), p.DevOff, p.Len), fs.done(opRead, start, in.NodeId, nil)
+			return fs.newDevRead(in.NodeId, uintptr(fs.devFd), p), fs.done(opRead, start, in.NodeId, nil)
 		}
 		return fuse.ReadResultData(p.Bytes), fs.done(opRead, start, in.NodeId, nil)
 	}

@@ -70,7 +70,10 @@ func newFileSystem(vol *volume.Volume, dev device.Device, o Options) *fileSystem
 		fs.inodes = newInodeFiles(o.NoOpenFiles)
 	}
 	fs.fileAtime, fs.dirAtime = o.atimePolicies()
-	if fd, ok := dev.(device.FdDevice); ok {
+	// A volume that verifies its reads cannot have the kernel splice a
+	// device range after the reply: reads are copied into the request's
+	// buffer, checked.
+	if fd, ok := dev.(device.FdDevice); ok && !vol.VerifiesReads() {
 		fs.devFd = int(fd.Fd())
 	}
 	return fs

@@ -69,7 +69,8 @@ func (fs *fileSystem) Rmdir(_ <-chan struct{}, h *fuse.InHeader, name string) fu
 const opcodeRename2 = 45
 
 // Rename serves RENAME and RENAME2. Only RENAME2 carries flags
-// (RENAME_NOREPLACE, RENAME_EXCHANGE): the kernel sends a plain rename as
+// (RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT, which overlayfs
+// needs in its upper layer): the kernel sends a plain rename as
 // RENAME, whose shorter input go-fuse still presents as a RenameIn, with
 // Flags overlapping the first name's bytes.
 func (fs *fileSystem) Rename(_ <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {

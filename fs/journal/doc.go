@@ -16,6 +16,7 @@
 //	Sync(seq) group commit: seal, Flush, write chunks, Flush
 //	Mark      seal; the position and sequence a checkpoint covers up to
 //	Release   after the superblock naming Mark's position is durable
+//	Fail      stop: later calls fail and write nothing
 //	Replay    read from the superblock's position until the chain breaks
 //	ReplayScan  Replay for mount: records by pointer, no allocation each
 //
@@ -65,7 +66,11 @@
 // # Errors
 //
 // A device error during a commit fails the journal for good (ErrFailed
-// wrapping the cause): what reached the disk is unknown until a replay.
+// wrapping the cause): what reached the disk is unknown until a replay,
+// and a later commit chained onto a chunk that may not be there would be
+// lost with it. Every later Append, Sync and Close fails and writes
+// nothing; Fail does the same from outside (the volume, after the device
+// failed a checkpoint or a superblock).
 // Replay treats bad magic, checksum, sequence or chain as the end of the
 // log, but a checksummed chunk that does not decode as corruption
 // (format.ErrCorrupt).

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
 )
@@ -294,5 +295,62 @@ func TestReplayScan(t *testing.T) {
 	}
 	if h1 != h2 || n1 != n2 || len(got) != 200 || !slices.EqualFunc(got, want, bytes.Equal) {
 		t.Fatalf("ReplayScan: %d transactions, head %+v next %d; Replay: %d, %+v, %d", len(got), h2, n2, len(want), h1, n1)
+	}
+}
+
+// TestFailStopsTheLog: after Fail, Sync and Append fail with ErrFailed
+// wrapping the cause and the device sees no more I/O, Close included.
+func TestFailStopsTheLog(t *testing.T) {
+	f := device.NewFaulty(device.NewMem(1 << 20))
+	j := mustOpen(t, f, testOpts(64))
+	rng := rand.New(rand.NewPCG(9, 9))
+	mustAppend(t, j, testTxn(1, rng, 0))
+	if err := j.Sync(1); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, j, testTxn(2, rng, 0))
+	ops := f.Count(device.OpAny)
+	cause := fmt.Errorf("checkpoint: %w", syscall.EIO)
+	j.Fail(cause)
+	if err := j.Sync(2); !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
+		t.Errorf("sync after Fail: %v", err)
+	}
+	if _, err := j.Append(testTxn(3, rng, 0)); !errors.Is(err, ErrFailed) {
+		t.Errorf("append after Fail: %v", err)
+	}
+	if err := j.Close(); !errors.Is(err, ErrFailed) {
+		t.Errorf("close after Fail: %v", err)
+	}
+	if n := f.Count(device.OpAny) - ops; n != 0 {
+		t.Errorf("%d device operations after Fail", n)
+	}
+	if j.Durable() != 1 {
+		t.Errorf("durable %d, want 1", j.Durable())
+	}
+}
+
+// TestFailedCommitFreesBuffers: the chunk buffers of a commit that failed
+// are given back like those of one that succeeded: once the journal is
+// closed, none is left counted as live.
+func TestFailedCommitFreesBuffers(t *testing.T) {
+	live := func() int64 {
+		l, _ := accounting.Default.Snapshot().Layer("journal")
+		ty, _ := l.Type("chunk-buffer")
+		return ty.Bytes
+	}
+	before := live()
+	f := device.NewFaulty(device.NewMem(1 << 20))
+	j := mustOpen(t, f, testOpts(64))
+	rng := rand.New(rand.NewPCG(10, 10))
+	for i := uint64(1); i <= 3; i++ {
+		mustAppend(t, j, testTxn(i, rng, 2))
+	}
+	f.FailNth(device.OpFlush, f.Count(device.OpFlush)+1, syscall.EIO)
+	if err := j.Sync(3); !errors.Is(err, ErrFailed) {
+		t.Fatalf("sync: %v", err)
+	}
+	_ = j.Close()
+	if after := live(); after != before {
+		t.Errorf("%d bytes of chunk buffers live after Close, %d before Open", after, before)
 	}
 }

@@ -257,10 +257,18 @@ func (r *replayer) landed(held []heldChunk, durable uint64) (int, error) {
 		}
 		err := format.DecodeTxns(c.payload, c.txns, func(_ int, recs []format.Record) error {
 			for _, rec := range recs {
-				if ds, isSum := rec.(format.DataSumRec); isSum {
-					if match, err := r.sumsMatch(ds); err != nil || !match {
-						return cmp.Or(err, errDataMissing)
-					}
+				var match bool
+				var err error
+				switch rec := rec.(type) {
+				case format.DataSumRec:
+					match, err = r.sumsMatch(rec)
+				case format.BlockSumsRec:
+					match, err = r.blockSumsMatch(rec)
+				default:
+					continue
+				}
+				if err != nil || !match {
+					return cmp.Or(err, errDataMissing)
 				}
 			}
 			return nil
@@ -301,6 +309,33 @@ func (r *replayer) sumsMatch(ds format.DataSumRec) (bool, error) {
 		}
 		if crc != x.CRC {
 			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// blockSumsMatch reads the blocks of bs and compares each one's checksum.
+func (r *replayer) blockSumsMatch(bs format.BlockSumsRec) (bool, error) {
+	const piece = 1 << 20
+	if cap(r.data) < piece {
+		r.data = make([]byte, piece)
+	}
+	size := uint64(r.bs)
+	n := uint64(len(bs.Sums))
+	if blocks := uint64(r.dev.Size()) / size; n > blocks || bs.Block > blocks-n {
+		return false, fmt.Errorf("checksums name blocks %d+%d beyond the device: %w", bs.Block, n, format.ErrCorrupt)
+	}
+	per := uint64(piece) / size
+	for i := uint64(0); i < n; i += per {
+		k := min(per, n-i)
+		b := r.data[:k*size]
+		if _, err := r.dev.ReadAt(b, int64((bs.Block+i)*size)); err != nil {
+			return false, fmt.Errorf("journal: read data at block %d: %w", bs.Block+i, err)
+		}
+		for j := range k {
+			if format.Checksum(b[j*size:(j+1)*size]) != bs.Sums[i+j] {
+				return false, nil
+			}
 		}
 	}
 	return true, nil

@@ -51,6 +51,7 @@ func (j *Journal) commit() error {
 	if err != nil {
 		j.err = fmt.Errorf("journal: %w: %w", ErrFailed, err)
 		j.opts.Logger.WithError(err).Error("journal commit failed; the log needs replay")
+		j.recycle(batch) // written or not, never again
 	} else if n := len(batch); n > 0 {
 		j.durable = batch[n-1].lastSeq
 		j.recycle(batch)
@@ -110,6 +111,21 @@ func (j *Journal) flush() error {
 	return nil
 }
 
+// Fail makes every later Append and Sync fail with ErrFailed wrapping
+// cause, as a device error in a commit does, and writes nothing more: the
+// volume calls it when the device failed one of its other metadata
+// writes (a checkpoint, a superblock), so the log stops where the disk
+// last answered. A commit already writing finishes; a journal failed
+// already keeps its first cause.
+func (j *Journal) Fail(cause error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		j.err = fmt.Errorf("journal: %w: %w", ErrFailed, cause)
+		j.cond.Broadcast()
+	}
+}
+
 // Close commits everything appended and closes the journal; later calls
 // return ErrClosed. It does not close the device.
 func (j *Journal) Close() error {
@@ -126,6 +142,10 @@ func (j *Journal) Close() error {
 		acctBuffers.Free(int64(cap(b)))
 	}
 	j.spare = nil
+	for _, c := range j.sealed { // left by a failed journal
+		acctBuffers.Free(int64(cap(c.data)))
+	}
+	j.sealed = nil
 	acctBuffers.Free(int64(cap(j.open)))
 	j.open = nil
 	return err

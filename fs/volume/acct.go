@@ -10,13 +10,17 @@ import (
 // Live figures: inodes and their table chunks, directory entries (the
 // entry, its name and its share of both indexes, estimated), dirty data
 // buffers, open-file states, and the periodic checkpoint's records while
-// it encodes them. Counters: write-backs, checkpoints (and of those, the
+// it encodes them, block checksums' pages. Counters: write-backs, checkpoints (and of those, the
 // ones taken under the write lock; snapshots cancelled by one; inodes and
 // directories a change saved for a snapshot), log syncs.
 type acct struct {
 	inodes, chunks, dirents, dirty, files, ckptBuffer *accounting.Record
 	writebacks, checkpoints, syncs                    *accounting.Counter
 	ckptLocked, ckptCancelled, ckptSaved              *accounting.Counter
+	// The pages of block checksums; reads that met a mismatch, and
+	// blocks read without a checksum to verify.
+	blockSums                  *accounting.Record
+	checksumErrors, unverified *accounting.Counter
 }
 
 const (
@@ -47,6 +51,9 @@ func (a acct) release(v *Volume) {
 			a.chunks.Free(chunkBytes)
 		}
 	}
+	if v.sums != nil {
+		v.sums.release()
+	}
 }
 
 func newAcct(reg *accounting.Registry) acct {
@@ -64,8 +71,11 @@ func newAcct(reg *accounting.Registry) acct {
 		// Of the checkpoints: taken under the write lock (a full log,
 		// Close); snapshots a locked one cancelled; inodes and
 		// directories changes copied for a snapshot.
-		ckptLocked:    l.Counter("checkpoint_locked"),
-		ckptCancelled: l.Counter("checkpoint_cancelled"),
-		ckptSaved:     l.Counter("checkpoint_saved"),
+		ckptLocked:     l.Counter("checkpoint_locked"),
+		ckptCancelled:  l.Counter("checkpoint_cancelled"),
+		ckptSaved:      l.Counter("checkpoint_saved"),
+		blockSums:      l.Type("block_sums"),
+		checksumErrors: l.Counter("checksum_error"),
+		unverified:     l.Counter("read_unverified"),
 	}
 }

@@ -52,7 +52,8 @@ import (
 //	(*Volume) Tmpfile(ctx Context, dir Ino, mode uint32, flags uint32) (Attr, *Handle, error) // O_TMPFILE: nlink 0; Link names it unless O_EXCL
 //	(*Volume) OpenFile(ino Ino, flags uint32) (*Handle, error)
 //	(*Handle) ReadAt(p []byte, off int64) (int, error)   // holes read as zeros; short + io.EOF at EOF
-//	(*Handle) ReadPlan(off int64, n int) (ReadPlan, error) // zero-copy: device range, or bytes
+//	(*Handle) ReadPlan(off int64, n int) (ReadPlan, error) // zero-copy: device range (pinned until Done), or bytes
+//	(*ReadPlan) Done()                                   // after the last read of the plan's device range
 //	(*Handle) WriteAt(p []byte, off int64) (int, error)  // O_APPEND handled by caller offset
 //	(*Handle) WriteAtFlags(p []byte, off int64, f WriteFlags) (n int, cleared bool, err error) // WriteKillPriv: clear privileges first, atomically
 //	(*Handle) Flush() error                              // delayed allocation happens here at latest
@@ -72,10 +73,13 @@ import (
 //	(*Volume) KillPriv(ino Ino) (bool, error)           // clear privileges as an unprivileged write does; whether there were any
 //	(*Volume) Lseek(ino Ino, off int64, whence int) (int64, error) // SEEK_DATA / SEEK_HOLE
 //	(*Volume) Check() []Problem
+//	(*Volume) FilesBeyond(block uint64) []Ino            // files with data at or past a device block (an image cut short)
 //	(*Volume) Recovery() Recovery                        // what Open replayed and freed
 //	(*Volume) Sync() error                               // commit everything now
+//	(*Volume) Failed() error                             // nil, or the device error that stopped the volume
 //	(*Volume) DirtyBytes() int64                         // dirty buffer memory (Options.DirtyLimit)
 //	(*Volume) Throttled() uint64                         // writes that waited for write-back
+//	(*Volume) PinnedReads() int64                        // ReadPlans with a device range not yet Done
 
 // Ino is an inode number. RootIno is the root directory.
 type Ino uint64
@@ -161,10 +165,30 @@ type StatFS struct {
 // ReadPlan says how to answer a read: Bytes is set when the data is in
 // memory (inline files, dirty buffers, holes); otherwise DevOff/Len is one
 // contiguous device range the caller may read directly (zero-copy).
+//
+// A device range stays the file's until Done: its blocks may be freed
+// meanwhile (the file rewritten, truncated, punched or deleted), but they
+// are not allocated again before Done, so the range never holds another
+// file's bytes. The caller calls Done exactly once, after its last read
+// of the range; until then the blocks the volume frees (any file's, once
+// their commit is durable) wait, so it must not keep a plan long. Done is
+// a no-op on a Bytes plan and on the zero ReadPlan. Copies of a plan
+// share its pin: only one of them may call Done.
 type ReadPlan struct {
 	Bytes  []byte
 	DevOff int64
 	Len    int
+
+	gate *space // pinned through it until Done; nil when nothing is
+	pin  readPin
+}
+
+// Done ends the plan's read of its device range (see ReadPlan).
+func (p *ReadPlan) Done() {
+	if p.gate != nil {
+		p.gate.unpinRead(p.pin)
+		p.gate = nil
+	}
 }
 
 // Problem is one inconsistency found by Check.

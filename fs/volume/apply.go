@@ -52,6 +52,10 @@ func (v *Volume) apply(r format.Record) error {
 		return nil
 	case format.DataSumRec:
 		return nil // checked by replay; no metadata
+	case *format.BlockSumsRec: // format.ScanCheckpoint, TxnScanner
+		return v.applyBlockSums(r)
+	case format.BlockSumsRec:
+		return v.applyBlockSums(&r)
 	case format.SymlinkRec:
 		n, err := v.inodeRec(r.Ino, syscall.S_IFLNK)
 		if err != nil {
@@ -259,4 +263,18 @@ func nilIfEmpty[T any](s []T) []T {
 		return nil
 	}
 	return s
+}
+
+// applyBlockSums records the checksums of data blocks. They describe the
+// device, not a file, so the only checks are that the volume keeps them
+// and that the blocks are on it.
+func (v *Volume) applyBlockSums(r *format.BlockSumsRec) error {
+	switch {
+	case v.sums == nil:
+		return fmt.Errorf("block checksums on a volume without them: %w", ErrCorrupt)
+	case r.Block < v.dataStart || r.Block+uint64(len(r.Sums)) > v.sums.blocks:
+		return fmt.Errorf("checksums of blocks %d+%d outside the data area [%d, %d): %w", r.Block, len(r.Sums), v.dataStart, v.sums.blocks, ErrCorrupt)
+	}
+	v.sums.set(r.Block, r.Sums)
+	return nil
 }

@@ -22,9 +22,10 @@ const relatimeAge = 24 * 3600 * 1e9
 // Accessed records an access to ino now, as policy says: it logs the new
 // access time like any change (no commit of its own, ctime untouched) and
 // reports whether it did. Most accesses under relatime change nothing and
-// take the metadata lock shared only.
+// take the metadata lock shared only. A volume a device error stopped
+// records none, as a read-only mount.
 func (v *Volume) Accessed(ino Ino, policy AtimePolicy) (bool, error) {
-	if policy == AtimeNever {
+	if policy == AtimeNever || v.failed.Load() != nil { // stopped: as a ro mount
 		return false, nil
 	}
 	now := v.now()

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/smallfs/smallfs/fs/format"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -25,11 +27,16 @@ var (
 
 // benchVolume makes a volume on a sparse image file of size bytes.
 func benchVolume(b *testing.B, size int64, opts Options) (*Volume, *device.File, string) {
+	return benchVolumeMkfs(b, size, opts, MkfsOptions{})
+}
+
+// benchVolumeMkfs is benchVolume on an image made with mo.
+func benchVolumeMkfs(b *testing.B, size int64, opts Options, mo MkfsOptions) (*Volume, *device.File, string) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "img")
 	dev, err := device.Open(path, device.Options{Create: true, Size: size})
 	ok(b, err)
-	ok(b, Mkfs(dev, MkfsOptions{}))
+	ok(b, Mkfs(dev, mo))
 	v, err := Open(dev, opts)
 	ok(b, err)
 	b.Cleanup(func() { dev.Close() })
@@ -433,4 +440,93 @@ func BenchmarkWrite64K(b *testing.B) {
 	}
 	cpu += cputime.Process() - from
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(i), "cpu-ns/op")
+}
+
+// BenchmarkReadPlan times a read plan of 4 KiB of a committed file and
+// its Done, on all CPUs at once, one file each: what the volume does for
+// a READ the adapter answers by splice (the device read is the kernel's).
+// With writes running beside it (writers=1) the frees of the rewritten
+// file keep the gate busy.
+func BenchmarkReadPlan(b *testing.B) {
+	for _, writers := range []int{0, 1} {
+		b.Run("writers="+strconv.Itoa(writers), func(b *testing.B) {
+			v, _, _ := benchVolume(b, 256<<20, Options{CommitInterval: -1})
+			b.Cleanup(func() { ok(b, v.Close()) })
+			data := pattern(64<<10, 1)
+			var files []Ino
+			for i := range runtime.GOMAXPROCS(0) {
+				files = append(files, writeFile(b, v, RootIno, "f"+strconv.Itoa(i), data))
+			}
+			w := writeFile(b, v, RootIno, "w", data)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range writers {
+				wg.Go(func() {
+					h, err := v.OpenFile(w, syscall.O_WRONLY)
+					for err == nil {
+						select {
+						case <-stop:
+							ok(b, h.Release())
+							return
+						default:
+						}
+						if _, err = h.WriteAt(data[:4096], 0); err == nil {
+							err = errors.Join(h.Flush(), v.Sync())
+						}
+					}
+					b.Error(err)
+				})
+			}
+			var next atomic.Int32
+			defer cputime.PerOp(b)()
+			b.RunParallel(func(pb *testing.PB) {
+				h, err := v.OpenFile(files[int(next.Add(1)-1)%len(files)], syscall.O_RDONLY)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer h.Release()
+				var off int64
+				for pb.Next() {
+					p, err := h.ReadPlan(off, 4096)
+					if err != nil || p.Len != 4096 {
+						b.Errorf("plan: %v, device length %d", err, p.Len)
+						return
+					}
+					p.Done()
+					off = (off + 4096) % int64(len(data))
+				}
+			})
+			close(stop)
+			wg.Wait()
+		})
+	}
+}
+
+// BenchmarkReadVerified times ReadAt of committed data from an image
+// file (the host's page cache holds it: the device read is a copy) on a
+// volume with block checksums, which checks every block it reads, and on
+// one without, at 4 KiB, 64 KiB and 1 MiB: what verifying costs a read
+// that reaches the daemon, besides the device's own time.
+func BenchmarkReadVerified(b *testing.B) {
+	for _, size := range []int{4 << 10, 64 << 10, 1 << 20} {
+		for _, sums := range []bool{true, false} {
+			b.Run(fmt.Sprintf("size=%d/checksums=%v", size, sums), func(b *testing.B) {
+				v, _, _ := benchVolumeMkfs(b, 256<<20, Options{CommitInterval: -1}, MkfsOptions{NoBlockSums: !sums})
+				b.Cleanup(func() { ok(b, v.Close()) })
+				ino := writeFile(b, v, RootIno, "f", pattern(size, 1))
+				ok(b, v.Sync())
+				h := must[*Handle](b)(v.OpenFile(ino, syscall.O_RDONLY))
+				defer h.Release()
+				buf := make([]byte, size)
+				b.SetBytes(int64(size))
+				defer cputime.PerOp(b)()
+				for b.Loop() {
+					if _, err := h.ReadAt(buf, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

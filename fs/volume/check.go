@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/smallfs/smallfs/alloc"
+	"github.com/smallfs/smallfs/fs/format"
 )
 
 // Check verifies every invariant of the metadata and the free space and
@@ -169,6 +170,25 @@ func (c *checker) fileData(ino Ino, n *inode) {
 			c.add(ino, "extent at logical block %d past size %d", e.Logical, n.size)
 		}
 		c.owned = append(c.owned, alloc.Extent{Off: e.Physical, Len: e.Len})
+		c.blockSums(ino, e)
+	}
+}
+
+// blockSums checks that every block of extent e of ino has a checksum,
+// on a volume that keeps them and is not part-way through being given
+// them (v.ckptMu is held: v.sb is stable).
+func (c *checker) blockSums(ino Ino, e format.Extent) {
+	if c.v.sums == nil || c.v.sb.Flags&format.FlagSumsPartial != 0 {
+		return
+	}
+	missing := 0
+	for b := e.Physical; b < e.Physical+e.Len; b++ {
+		if _, ok := c.v.sums.get(b); !ok {
+			missing++
+		}
+	}
+	if missing > 0 {
+		c.add(ino, "%d of the %d blocks at logical block %d have no data checksum", missing, e.Len, e.Logical)
 	}
 }
 

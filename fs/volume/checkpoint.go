@@ -55,8 +55,13 @@ func (v *Volume) writeSuperblock(sb *format.Superblock) error {
 //
 // It holds the metadata lock across its device writes, so changes wait
 // for it: it is for Close and a full log. It supersedes a periodic
-// checkpoint being encoded (checkpointConcurrent), which it cancels.
-func (v *Volume) checkpoint(clean bool) error {
+// checkpoint being encoded (checkpointConcurrent), which it cancels. A
+// failure other than want of space stops the volume (failOnCheckpoint).
+func (v *Volume) checkpoint(clean bool) (err error) {
+	defer func() { v.failOnCheckpoint(err) }()
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	if s := v.snap; s != nil {
 		s.cancelled = true
 		v.snap = nil
@@ -124,10 +129,15 @@ func (v *Volume) accountBuffer(accounted, n int) int {
 }
 
 // writeSnapshot writes an encoded snapshot and makes it current, then
-// releases v.ckptMu, which encodeSnapshot returned held.
-func (v *Volume) writeSnapshot(enc *encodedSnapshot) error {
+// releases v.ckptMu, which encodeSnapshot returned held. A failure other
+// than want of space stops the volume.
+func (v *Volume) writeSnapshot(enc *encodedSnapshot) (err error) {
 	defer v.ckptMu.Unlock()
 	defer v.accountBuffer(enc.buf.Len(), 0)
+	defer func() { v.failOnCheckpoint(err) }()
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	w, err := v.checkpointWriter(&enc.d, enc.nextGen, uint64(enc.buf.Len()))
 	if err != nil {
 		return err
@@ -156,6 +166,10 @@ type encodedSnapshot struct {
 // closed or a checkpoint under the write lock cancelled it meanwhile.
 func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, error) {
 	v.mu.Lock()
+	if err := v.refuseChange(); err != nil {
+		v.mu.Unlock()
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
 	if v.closed || v.snap != nil {
 		v.mu.Unlock()
 		return nil, nil
@@ -217,6 +231,9 @@ func (v *Volume) checkpointWriter(d *draft, nextGen, sizeHint uint64) (*format.C
 			if err != nil {
 				return 0, 0, err
 			}
+			if v.sums != nil { // what files wrote there is gone: a scrub must not check it
+				v.sums.clear(e.Off, e.Len)
+			}
 			d.extents = append(d.extents, e)
 			return e.Off, e.Len, nil
 		},
@@ -250,6 +267,7 @@ func (v *Volume) publish(d draft, clean bool) error {
 	v.pending = ckptRef{block: d.info.Block, extents: d.extents}
 	if err := v.writeSuperblock(&sb); err != nil {
 		v.releaseAll(d.extents)
+		v.fail("superblock", err)
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	// The superblock covers every transaction before seq: the log up to pos

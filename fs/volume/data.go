@@ -99,7 +99,7 @@ func (v *Volume) readAt(n *inode, fd *fileData, p []byte, off uint64) error {
 }
 
 // readCommitted reads committed data: inline bytes, or extents from the
-// device, zeros in holes.
+// device (verified, readData), zeros in holes.
 func (v *Volume) readCommitted(n *inode, p []byte, off uint64) error {
 	x := n.x
 	if x.inline != nil {
@@ -118,8 +118,8 @@ func (v *Volume) readCommitted(n *inode, p []byte, off uint64) error {
 		switch {
 		case ok: // inside e: read to its end
 			k = min(uint64(len(p)), (e.Logical+e.Len)*bs-off)
-			if _, err := v.dev.ReadAt(p[:k], int64(e.Physical*bs+off-e.Logical*bs)); err != nil {
-				return opErr("read", "", err)
+			if err := v.readData(p[:k], int64(e.Physical*bs+off-e.Logical*bs), off); err != nil {
+				return err
 			}
 		default: // in a hole: zeros up to the next extent
 			k = uint64(len(p))

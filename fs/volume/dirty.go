@@ -229,7 +229,7 @@ func (v *Volume) flushLoop() {
 // expired. It stops at the first failure: the file is queued again, and
 // the periodic commit or Close reports the error.
 func (v *Volume) flushPass(expired int64) {
-	for {
+	for v.failed.Load() == nil { // a stopped volume writes nothing back
 		ino, fd := v.popDirty(v.opts.DirtyBackground, expired)
 		if fd == nil {
 			return

@@ -22,7 +22,7 @@
 //	dir.go         directory index: cookie-ordered entries + name hash index
 //	ns.go          lookup, forget, getattr, mknod, mkdir, symlink, link, unlink
 //	tmpfile.go     Tmpfile: O_TMPFILE
-//	rename.go      rename, NOREPLACE, EXCHANGE, the loop check
+//	rename.go      rename, NOREPLACE, EXCHANGE, WHITEOUT, the loop check
 //	setattr.go     setattr (size through the data path)
 //	atime.go       Accessed: access times under relatime, strictatime, noatime
 //	killpriv.go    clearing set-user-ID, set-group-ID and capabilities
@@ -31,14 +31,21 @@
 //	handle.go      Handle: open, create, read, write, flush, fsync, release
 //	data.go        per-inode dirty chunks, reads of committed data
 //	writeback.go   delayed copy-on-write allocation and write-back
+//	writesums.go   the checksums a write-back logs with what it wrote
+//	blocksums.go   the checksum of every block of file data, by device block
+//	verify.go      verified reads of file data, ChecksumError
+//	pathof.go      PathOf: a file's path, for messages
 //	dirty.go       the dirty queue, background write-back, throttling
 //	extents.go     extent map surgery
 //	fallocate.go   fallocate, SEEK_DATA / SEEK_HOLE
 //	punch.go       hole punching (fallocate PUNCH_HOLE, ZERO_RANGE)
 //	space.go       the allocator, reservations, deferred frees, checkpoint headroom
+//	readpin.go     blocks a read plan may still read: freed, not reused until Done
 //	sync.go        Sync, Fsync, the periodic commit
+//	failed.go      a device error writing metadata stops the volume
 //	statfs.go      StatFS
 //	check.go       Check
+//	beyond.go      FilesBeyond: what an image cut short lost
 //	repair.go      Repair: what fsck --repair fixes, and /lost+found
 //	acct.go        memory accounting (layer "fs")
 //
@@ -109,6 +116,28 @@
 // that dropped them is durable (alloc.FreeDeferred + journal OnDurable), so
 // a crash never shows a torn small file or another file's old data.
 //
+// A read plan (Handle.ReadPlan) of committed data in one extent is a
+// device range its caller reads after the data lock is gone: the FUSE
+// adapter splices it, or reads it into the reply, once the handler has
+// returned. Its blocks may be freed meanwhile (the file rewritten,
+// truncated, punched or deleted), and must not hold another file's bytes
+// by then: the plan pins them until its Done. Frees made durable wait
+// for every read pinned before their commit (readpin.go: an epoch and
+// two reader counts striped by inode, an atomic add at the pin and one
+// at Done, nothing allocated). Commits, checkpoints and write-backs never
+// wait for reads: the frees behind a pinned read just stay unallocatable
+// until it is done, and so do those of every commit after it, so a plan
+// must be done soon (PinnedReads counts those that are not; Close logs
+// them). A write short of space waits up to a second for the reads
+// holding back the frees it needs (settleFrees), then gets ENOSPC.
+// ReadAt and every other read of file data read the device with the
+// data lock held, and need no pin. Both rest on one rule: every change
+// that drops extents from a file's map (write-back, truncate, punch)
+// holds that file's data lock for writing from before it appends its
+// transaction, and an inode free comes after the last open's Release,
+// which takes it too; a repair that ever drops the extents of a file in
+// use must do the same.
+//
 // Device bytes past the end of a file in its last block are stale; reads
 // stop at the size, and any size increase first makes that block's chunk
 // dirty, so the stale bytes are rewritten as zeros (not when the block is
@@ -145,6 +174,24 @@
 // file written continuously costs one write-back a second (~0.02% of a
 // core); a file written once and left open costs the write-back its close
 // would have.
+//
+// # Data checksums
+//
+// On a volume made with format.FeatureBlockSums (mkfs's default) every
+// block of file data has a CRC32C, computed at write-back from the bytes
+// already in memory and logged (format.BlockSumsRec) in the transaction
+// that places the block, kept in checkpoints and held in memory in a
+// table keyed by device block (blocksums.go: 4 bytes a block in pages
+// that exist only where blocks are in use). Every read of file data from
+// the device checks each block it reads (readData, which reads whole
+// blocks, through a pooled buffer for a range that does not cover them):
+// a mismatch fails that read alone with a *ChecksumError (ErrChecksum,
+// EIO), logged once with the file's path and counted; the file's other
+// blocks and other files read on. Blocks without a checksum (an image
+// part-way through being given them) read unverified and are counted.
+// The volume cannot verify a device range someone else reads after it
+// answers, so on such a volume ReadPlan never offers one: reads are
+// copied, not spliced. Without the feature nothing is checked, as before.
 //
 // # Inline data
 //
@@ -233,6 +280,9 @@
 // then taken briefly to append and apply the record, and never held across
 // a journal Sync.
 //
+// A read plan's Done may be called with any lock held or none: it takes
+// only space.mu, a leaf, and only when a batch of frees waits for it.
+//
 // Volume.mu spins for up to 20 µs before it sleeps, when Go code runs on
 // more than one CPU (spinlock.go): its holds are a few microseconds, and
 // a handler of FUSE over io_uring, locked to its CPU's thread, pays a
@@ -287,15 +337,59 @@
 // with the operation and the name. ErrCorrupt (EIO) marks inconsistent
 // on-disk metadata; Open wraps the format package's errors as well, so both
 // errors.Is(err, ErrCorrupt) and errors.Is(err, format.ErrNoValidSuperblock)
-// hold. A failed call changes nothing. A write-back that fails at Release
-// returns the error, which over FUSE nobody hears (the kernel sends
-// RELEASE after close(2) has returned), so the volume keeps the dirty data
-// and the Release's open of the inode (fileData.pinned): the next commit
-// retries, an fsync meanwhile reports the error, and the first write-back
-// that succeeds lets the inode go. A map refused for fragmentation
-// (ErrNoSpace) would fail again and is dropped instead, and so is the
-// data of a pinned file whose last name is gone once no other open can
-// read it (the next commit drops it instead of retrying).
+// hold. A failed call changes nothing. Errors of the device itself keep
+// its errno (EIO, ENOSPC) under the operation's *fs.PathError; see
+// "# Device errors" for what each costs.
+//
+// # Device errors
+//
+// What the device fails reaches the call that needed it, and the volume
+// never says something is durable that it could not write:
+//
+//   - A read of file data that fails answers that read with the device's
+//     error, and nothing else: the next read asks the device again, other
+//     files read, changes go on. A write that must read a committed block
+//     first (a partial overwrite) fails the same way, changing nothing.
+//   - A write-back whose data write fails answers whoever asked for it
+//     (Fsync, Flush at close(2) under flush_on_close, SetAttr) and keeps
+//     the data dirty, its blocks promised: the background write-back and
+//     the periodic commit retry it, and commit the other files' changes
+//     meanwhile (Sync reports the error after committing the rest). At
+//     Release the error goes nowhere
+//     (over FUSE the kernel sends RELEASE after close(2) has returned), so
+//     the volume also keeps the Release's open of the inode
+//     (fileData.pinned): an fsync meanwhile, through any open, reports the
+//     error, and the first write-back that succeeds lets the inode go. So
+//     an fsync after a failed write-back succeeds only by writing the data
+//     again. (Linux marks the pages clean after a failed write-back and
+//     reports the error once per open file, errseq: a second fsync
+//     succeeds without the data.) Data is dropped only where no retry can
+//     help: a map refused for fragmentation (ErrNoSpace) at the last
+//     close, which marks the inode (inodeLost) so that every fsync of it
+//     fails with ErrLost until the file is emptied or freed; and a pinned
+//     file whose last name is gone once no other open can read it (the
+//     next commit drops it instead of retrying).
+//   - A failed write or flush of metadata (a log commit, a checkpoint, a
+//     superblock) stops the volume for good (failed.go), as ext4's
+//     errors=remount-ro: the on-disk log may end in a torn commit, and a
+//     later commit chained onto it would be lost at replay with the gap.
+//     So does a transaction already logged that then does not apply (a
+//     bug: operations validate first), whose effect the memory lacks.
+//     The call that met the failure gets the device's error; from then on
+//     every change gets ErrReadOnly (EROFS: writes, opens for writing,
+//     truncates, new names, removals, attributes, xattrs) and Fsync, Sync
+//     and write-back ErrNotDurable (EIO: nothing can be made durable, not
+//     even data made durable before, and a program must not take a
+//     failed fsync for one that does not apply, as EROFS or EINVAL from
+//     fsync(2) would say). Reads, lookups, listings and xattr reads go on;
+//     access times are not recorded. Nothing more reaches the device:
+//     the journal is failed with the volume (journal.Fail), the committer
+//     and the background write-back do nothing, and Close writes neither
+//     checkpoint nor clean flag and returns an error. The failure is
+//     logged once at error level, and Failed reports it. The next Open
+//     replays the log as after a crash: everything acknowledged before the
+//     failure is there. A checkpoint refused for want of space
+//     (ErrNoSpace) is not a device error and stops nothing.
 //
 // # Check
 //
@@ -339,7 +433,8 @@
 // at write-back), one device write, no device read; at most
 // InlineThreshold bytes, the inode and its inline data and no device
 // write. Read of a committed file: one device read per extent touched,
-// none when inline or dirty.
+// none when inline or dirty; a read plan of one extent adds two atomic
+// adds to it (the pin and its Done).
 // Open: O(records in the checkpoint and in the log since); the checkpoint
 // is read with format.ScanCheckpoint (no allocation per record but the
 // extent maps) and each directory indexed once at its end. 10^6 empty

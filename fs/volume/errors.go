@@ -35,7 +35,8 @@ var (
 	// still has entries (ENOTEMPTY).
 	ErrNotEmpty = sentinel(syscall.ENOTEMPTY, "directory not empty")
 	// ErrInvalid is returned when an argument is malformed: a bad name, bad
-	// flags, a directory moved below itself (EINVAL).
+	// flags, a directory moved below itself, an xattr namespace prefix
+	// without a name after it (EINVAL).
 	ErrInvalid = sentinel(syscall.EINVAL, "invalid argument")
 	// ErrNameTooLong is returned when a name exceeds MaxNameLen bytes or a
 	// symlink target exceeds MaxSymlinkLen bytes (ENAMETOOLONG).
@@ -66,7 +67,7 @@ var (
 	// (EFBIG).
 	ErrFileTooBig = sentinel(syscall.EFBIG, "file too large")
 	// ErrNotSupported is returned for flags or modes the volume does not
-	// implement, such as RENAME_WHITEOUT or fallocate hole punching
+	// implement, and for xattr names in no namespace the kernel knows
 	// (EOPNOTSUPP).
 	ErrNotSupported = sentinel(syscall.EOPNOTSUPP, "operation not supported")
 	// ErrNoOffset is returned by Lseek when no data or hole lies at or
@@ -80,6 +81,28 @@ var (
 	// ErrCorrupt is returned when on-disk metadata is inconsistent: it tells a
 	// bad disk apart from a bad call (EIO). Open refuses such a volume.
 	ErrCorrupt = sentinel(syscall.EIO, "volume is corrupt")
+	// ErrReadOnly is returned by every change once a device error writing
+	// metadata, or a logged transaction that did not apply, has stopped
+	// the volume (Volume.Failed): EROFS, as a
+	// filesystem the kernel remounted read-only after an error.
+	ErrReadOnly = sentinel(syscall.EROFS, "read-only file system: an error stopped the volume")
+	// ErrNotDurable is returned by Fsync, Sync and write-back once the
+	// volume has stopped (ErrReadOnly): nothing can be
+	// made durable any more, data written before included (EIO).
+	ErrNotDurable = sentinel(syscall.EIO, "input/output error: an error stopped the volume")
+	// ErrLost is returned by Fsync of a file whose data a failed
+	// write-back could neither write nor keep (a map refused at the last
+	// close), until the file is emptied or removed (EIO): no fsync says
+	// that data is durable.
+	ErrLost = sentinel(syscall.EIO, "input/output error: data written to the file was lost")
+	// ErrChecksum is returned, in a *ChecksumError, by a read of file data
+	// whose bytes on the device do not match their checksum: damaged data
+	// (EIO). Only that read fails; the volume goes on.
+	ErrChecksum = sentinel(syscall.EIO, "data checksum mismatch")
+	// ErrNoChecksums is returned by Scrub on a volume without block
+	// checksums (format.FeatureBlockSums): there is nothing to check data
+	// against (EOPNOTSUPP).
+	ErrNoChecksums = sentinel(syscall.EOPNOTSUPP, "the volume keeps no checksums of file data")
 )
 
 // opErr adds the operation and name to a sentinel, as *fs.PathError does for

@@ -84,6 +84,9 @@ func (v *Volume) Fallocate(ino Ino, mode uint32, off, length int64) error {
 	case uint64(off)+uint64(length) > MaxFileSize:
 		return opErr("fallocate", "", ErrFileTooBig)
 	}
+	if err := v.refuseChange(); err != nil {
+		return opErr("fallocate", "", err)
+	}
 	start, end := uint64(off), uint64(off+length)
 	keep := mode&FallocKeepSize != 0
 	err := v.withData(ino, func(n *inode, fd *fileData) error {
@@ -243,7 +246,7 @@ func (v *Volume) reserveSettling(blocks uint64) error {
 	}
 	if errors.Is(err, ErrNoSpace) && v.logUsed() > 0 {
 		v.mu.Lock()
-		cerr := v.checkpoint(false)
+		cerr := v.roomCheckpoint()
 		v.mu.Unlock()
 		if cerr == nil {
 			err = v.space.reserve(blocks, v.logUsed())

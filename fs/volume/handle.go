@@ -47,14 +47,7 @@ func (v *Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags
 	v.mu.Lock()
 	ino, n, err := v.newChild(ctx, parent, name, syscall.S_IFREG|mode&^syscall.S_IFMT, 0)
 	if errors.Is(err, ErrExist) && flags&syscall.O_EXCL == 0 {
-		r, _ := v.inodes.get(parent).dirOf().lookup(name)
-		v.mu.Unlock()
-		h, err := v.OpenFile(r.ino, flags)
-		if err != nil {
-			return Attr{}, nil, err
-		}
-		a, err := v.Lookup(ctx, parent, name)
-		return a, h, err
+		return v.openExisting(parent, name, flags)
 	}
 	if err != nil {
 		v.mu.Unlock()
@@ -68,6 +61,38 @@ func (v *Volume) Create(ctx Context, parent Ino, name string, mode uint32, flags
 	}
 	return a, h, nil
 }
+
+// openExisting is Create over an existing name: it opens the inode the
+// name holds under the metadata lock (v.mu, held for writing, which it
+// releases), so the handle is on that inode whatever happens to the name
+// next, then applies O_TRUNC and counts the entry as Lookup does. On
+// error no handle is left open.
+func (v *Volume) openExisting(parent Ino, name string, flags uint32) (Attr, *Handle, error) {
+	r, _ := v.inodes.get(parent).dirOf().lookup(name)
+	h, err := v.open(r.ino, 0, flags)
+	v.mu.Unlock()
+	if err != nil {
+		return Attr{}, nil, opErr("open", name, err)
+	}
+	if testHookOpenExisting != nil {
+		testHookOpenExisting()
+	}
+	if flags&syscall.O_TRUNC != 0 && h.write {
+		if err := h.truncate(0); err != nil {
+			h.Release()
+			return Attr{}, nil, opErr("open", name, err)
+		}
+	}
+	v.mu.RLock()
+	v.ref(h.n) // the open pins the inode: it is still live
+	a := v.attr(h.ino, h.n)
+	v.mu.RUnlock()
+	return a, h, nil
+}
+
+// testHookOpenExisting, when set (tests), runs in Create over an existing
+// name once the metadata lock is dropped.
+var testHookOpenExisting func()
 
 // open makes a handle on ino; home is the directory placing new data, 0 if
 // unknown (v.mu held for writing).
@@ -85,6 +110,11 @@ func (v *Volume) open(ino, home Ino, flags uint32) (*Handle, error) {
 		return nil, ErrInvalid
 	}
 	acc := flags & syscall.O_ACCMODE
+	if acc != syscall.O_RDONLY {
+		if err := v.refuseChange(); err != nil { // as open(2) on a read-only mount
+			return nil, err
+		}
+	}
 	h := &Handle{v: v, ino: ino, n: n, read: acc != syscall.O_WRONLY, write: acc != syscall.O_RDONLY}
 	h.fd = v.attach(n, home)
 	n.opens++
@@ -114,7 +144,7 @@ func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
 	}
 	k := min(uint64(len(p)), size-uint64(off))
 	if err := h.v.readAt(h.n, h.fd, p[:k], uint64(off)); err != nil {
-		return 0, err
+		return 0, h.v.reportChecksum(h.ino, err)
 	}
 	if k < uint64(len(p)) {
 		return int(k), io.EOF
@@ -126,8 +156,8 @@ func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
 // when it can: one contiguous device range when the bytes are committed in
 // one extent, else the bytes themselves (inline data, dirty data, holes,
 // or a mix). Short at the end of the file; Len 0 and no Bytes at or past it.
-// The device range is read after the call returns: a write-back racing with
-// it may free those blocks, but they are not reused before the next commit.
+// The device range is read after the call returns, with no lock held: its
+// blocks are pinned (readpin.go) until the caller calls the plan's Done.
 func (h *Handle) ReadPlan(off int64, n int) (ReadPlan, error) {
 	if h.closed.Load() || !h.read {
 		return ReadPlan{}, opErr("read", "", ErrBadHandle)
@@ -143,18 +173,25 @@ func (h *Handle) ReadPlan(off int64, n int) (ReadPlan, error) {
 	}
 	k := min(uint64(n), size-uint64(off))
 	if p, ok := h.v.devRange(h.n, h.fd, uint64(off), k); ok {
+		// Pinned before the data lock goes: a free of these blocks
+		// needs the lock for writing, so it comes after the pin.
+		p.gate, p.pin = h.v.space, h.v.space.pinRead(h.ino)
 		return p, nil
 	}
 	b := make([]byte, k)
 	if err := h.v.readAt(h.n, h.fd, b, uint64(off)); err != nil {
-		return ReadPlan{}, err
+		return ReadPlan{}, h.v.reportChecksum(h.ino, err)
 	}
 	return ReadPlan{Bytes: b}, nil
 }
 
 // devRange returns the device range of file bytes [off, off+k) if they are
-// committed, not dirty, and in one extent.
+// committed, not dirty, and in one extent, on a volume whose reads need
+// no verifying: a range read after the call returns cannot be checked.
 func (v *Volume) devRange(n *inode, fd *fileData, off, k uint64) (ReadPlan, bool) {
+	if v.sums != nil {
+		return ReadPlan{}, false
+	}
 	cs, bs := v.chunkSize(), uint64(v.blockSize)
 	for c := off / cs; c*cs < off+k; c++ {
 		if _, dirty := fd.chunks[c]; dirty {
@@ -207,6 +244,9 @@ func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (n int, cle
 		return 0, false, nil
 	}
 	v, fd := h.v, h.fd
+	if err := v.refuseChange(); err != nil {
+		return 0, false, opErr("write", "", err)
+	}
 	v.throttle() // before fd.mu: the write-back it waits for may need it
 	fd.mu.Lock()
 	defer fd.mu.Unlock()
@@ -216,7 +256,7 @@ func (h *Handle) WriteAtFlags(p []byte, off int64, flags WriteFlags) (n int, cle
 		}
 	}
 	n, err = h.writeLocked(p, off)
-	return n, cleared, err
+	return n, cleared, v.reportChecksum(h.ino, err) // a partial block is read first
 }
 
 // writeLocked is WriteAtFlags after the clearing (fd.mu held).
@@ -257,7 +297,7 @@ func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, 
 		// The checkpoint headroom counts the log since the newest
 		// checkpoint; a checkpoint settles it to the metadata's size.
 		v.mu.Lock()
-		cerr := v.checkpoint(false)
+		cerr := v.roomCheckpoint()
 		v.mu.Unlock()
 		if cerr != nil {
 			return k, err
@@ -287,7 +327,8 @@ func (h *Handle) Flush() error {
 }
 
 // Fsync makes the file's data and attributes durable (datasync: the data
-// and the size; here both cost the same).
+// and the size; here both cost the same). It fails while data written to
+// the file before was lost (ErrLost, see Release).
 func (h *Handle) Fsync(datasync bool) error {
 	if h.closed.Load() {
 		return opErr("fsync", "", ErrBadHandle)
@@ -298,7 +339,10 @@ func (h *Handle) Fsync(datasync bool) error {
 	if err != nil {
 		return err
 	}
-	return h.v.syncLog()
+	if err := h.v.syncLog(); err != nil {
+		return err
+	}
+	return h.v.lost(h.ino)
 }
 
 // Release closes the handle. The last writer writes the data back; the
@@ -336,6 +380,9 @@ func (h *Handle) Release() error {
 	h.n.opens--
 	if h.n.opens == 0 {
 		if err != nil || h.n.nlink == 0 { // nothing will write it back now
+			if err != nil && h.n.nlink > 0 {
+				h.n.flags |= inodeLost // no later fsync may succeed
+			}
 			v.dropDirty(fd)
 			fd.ahead.Store(false)
 		}
@@ -354,6 +401,9 @@ func (h *Handle) truncate(size uint64) error {
 
 // resize cuts or extends the file to size and commits it (fd.mu held).
 func (v *Volume) resize(ino Ino, n *inode, fd *fileData, size uint64) error {
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	if size < fd.size.Load() {
 		v.truncateDirty(fd, size)
 	} else if err := v.extendTo(n, fd, size); err != nil {

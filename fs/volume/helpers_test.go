@@ -23,8 +23,14 @@ func newTestVolume(t testing.TB, opts Options) *Volume {
 // newTestVolumeSize is newTestVolume on a device of size bytes.
 func newTestVolumeSize(t testing.TB, size int64, opts Options) *Volume {
 	t.Helper()
+	return newTestVolumeSizeMkfs(t, size, opts, MkfsOptions{})
+}
+
+// newTestVolumeSizeMkfs is newTestVolumeSize on a device made with mo.
+func newTestVolumeSizeMkfs(t testing.TB, size int64, opts Options, mo MkfsOptions) *Volume {
+	t.Helper()
 	dev := device.NewMem(size)
-	ok(t, Mkfs(dev, MkfsOptions{}))
+	ok(t, Mkfs(dev, mo))
 	if opts.CommitInterval == 0 {
 		opts.CommitInterval = -1 // tests commit explicitly
 	}
@@ -38,6 +44,9 @@ func newTestVolumeSize(t testing.TB, size int64, opts Options) *Volume {
 // too. Problems fail the test and keep the image in a file.
 func closeAndCheck(t testing.TB, v *Volume, dev *device.Mem, opts Options) {
 	t.Helper()
+	if n := v.PinnedReads(); n != 0 {
+		t.Errorf("%d read plans not done at the end of the test", n)
+	}
 	if !checkOK(t, v, dev, "before close") {
 		return
 	}

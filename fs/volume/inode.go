@@ -14,7 +14,8 @@ const (
 	MaxLinks         = 65000     // link count of any inode, as ext4
 	MaxXattrNameLen  = 255       // bytes in an xattr name
 	MaxXattrValueLen = 64 << 10  // bytes in one xattr value
-	MaxXattrTotal    = 64 << 10  // bytes of names and values per inode
+	MaxXattrTotal    = 256 << 10 // bytes of names and values per inode: four of the largest
+	MaxXattrList     = 64 << 10  // bytes of names, each with its NUL, per inode: what listxattr(2) returns at most (XATTR_LIST_MAX)
 	MaxFileSize      = 1 << 44   // 16 TiB, far beyond any device we expect
 	bytesPerInode    = 512       // inode capacity: one per 512 device bytes
 	maxInodes        = 1<<32 - 2 // hard ceiling of the inode table
@@ -47,7 +48,7 @@ type inode struct {
 	// its own: 128 bytes fewer (see "# Memory" in doc.go). Otherwise
 	// oneLen is 0 and the map, if any, is x.extents.
 	oneLen  uint16
-	flags   uint8 // in-memory only: inodeLinkable; fills padding
+	flags   uint8 // in-memory only: inodeLinkable, inodeLost; fills padding
 	onePhys uint64
 	x       *inodeExt
 }
@@ -60,6 +61,11 @@ const (
 	// inodeLinkable marks an O_TMPFILE inode (no link yet) that Link may
 	// name: it was opened without O_EXCL.
 	inodeLinkable uint8 = 1 << iota
+	// inodeLost marks a file whose data a failed write-back dropped (a
+	// map refused at the last close, Release): every fsync of it fails
+	// (ErrLost) until it is emptied (a write-back commits size 0) or
+	// freed. Not kept across a remount, which is a crash to the writer.
+	inodeLost
 )
 
 // inodeExt holds what only some inodes have.

@@ -34,6 +34,17 @@ var chunkByteClasses = []struct {
 	{"padding", func(n int) int { return format.ChunkHeaderSize + n }},
 }
 
+// crashVolume opens a fresh 2 MiB volume on a crash device, committing
+// only when asked; it is closed when the test ends.
+func crashVolume(t *testing.T) (*device.CrashDevice, *Volume) {
+	t.Helper()
+	c := device.NewCrash(2<<20, 1)
+	ok(t, Mkfs(c, MkfsOptions{}))
+	v := must[*Volume](t)(Open(c, Options{CommitInterval: -1}))
+	t.Cleanup(func() { v.Close() })
+	return c, v
+}
+
 // nameData is the content syncedFiles gives the file name.
 func nameData(name string) []byte {
 	return pattern(3000+int(name[0]), name[0])
@@ -77,11 +88,7 @@ func wantFiles(t *testing.T, v *Volume, all []string, want map[string]bool, when
 // told from a torn write and ends the log. Padding is read by nothing.
 func TestLogDamageEveryByteClass(t *testing.T) {
 	t.Parallel()
-	c := device.NewCrash(16<<20, 1)
-	ok(t, Mkfs(c, MkfsOptions{}))
-	v, err := Open(c, Options{CommitInterval: -1})
-	ok(t, err)
-	defer v.Close()
+	c, v := crashVolume(t)
 	syncedFiles(t, v, "pre")
 	ok(t, v.commitNow()) // the first periodic commit checkpoints
 	all := []string{"pre", "a", "b", "c"}
@@ -153,11 +160,7 @@ func TestLogDamageEveryByteClass(t *testing.T) {
 // instance, whose later commit is a witness; damage to its last commit
 // ends the log.
 func TestLogDamageAfterRecoveryMount(t *testing.T) {
-	c := device.NewCrash(16<<20, 1)
-	ok(t, Mkfs(c, MkfsOptions{}))
-	v, err := Open(c, Options{CommitInterval: -1})
-	ok(t, err)
-	defer v.Close()
+	c, v := crashVolume(t)
 	syncedFiles(t, v, "a", "b")
 	img := must[*device.Mem](t)(c.Crash(device.DropUnflushed))
 
@@ -201,11 +204,7 @@ func TestLogDamageAfterRecoveryMount(t *testing.T) {
 // other slot names the journal instance that wrote after it, whose later
 // commits are on disk: the mount refuses rather than open without them.
 func TestLogDamageOtherSlotGarbage(t *testing.T) {
-	c := device.NewCrash(16<<20, 1)
-	ok(t, Mkfs(c, MkfsOptions{}))
-	v, err := Open(c, Options{CommitInterval: -1})
-	ok(t, err)
-	defer v.Close()
+	c, v := crashVolume(t)
 	syncedFiles(t, v, "pre")
 	ok(t, v.commitNow()) // the first periodic commit checkpoints
 	for i := range 20 {
@@ -250,11 +249,7 @@ func TestLogDamageOtherSlotGarbage(t *testing.T) {
 // but this one completed: it stays (the metadata is right; the data is
 // damaged, which is the data's problem, not the log's).
 func TestDurableCommitKeptOverDataDamage(t *testing.T) {
-	c := device.NewCrash(16<<20, 1)
-	ok(t, Mkfs(c, MkfsOptions{}))
-	v, err := Open(c, Options{CommitInterval: -1})
-	ok(t, err)
-	defer v.Close()
+	c, v := crashVolume(t)
 	data := pattern(20000, 7)
 	ino := writeFile(t, v, RootIno, "big", data)
 	ok(t, v.Sync())

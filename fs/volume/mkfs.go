@@ -26,6 +26,10 @@ type MkfsOptions struct {
 	// flushes before and after its log chunks, as images made before the
 	// feature do (tests keep that path covered).
 	NoDataSums bool
+	// NoBlockSums leaves format.FeatureBlockSums off: file data then has
+	// no checksums, and reads are not verified. Default: every block of
+	// file data has one.
+	NoBlockSums bool
 	// RootUID and RootGID own the root directory. Default 0:0 (root);
 	// smallfs mkfs gives whoever runs it, as mke2fs does.
 	RootUID, RootGID uint32
@@ -73,6 +77,9 @@ func Mkfs(dev device.Device, opts MkfsOptions) error {
 	}
 	if !opts.NoDataSums {
 		sb.Features |= format.FeatureDataSums
+	}
+	if !opts.NoBlockSums {
+		sb.Features |= format.FeatureBlockSums
 	}
 	if _, err := rand.Read(sb.UUID[:]); err != nil {
 		return fmt.Errorf("mkfs: uuid: %w", err)

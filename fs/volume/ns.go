@@ -90,7 +90,7 @@ func (v *Volume) freeIfUnused(ino Ino, n *inode) {
 	if !v.unused(n) {
 		return
 	}
-	if _, err := v.commit(format.InodeFreeRec{Ino: uint64(ino)}); err != nil {
+	if _, err := v.commit(format.InodeFreeRec{Ino: uint64(ino)}); err != nil && v.failed.Load() == nil {
 		v.opts.Logger.WithError(err).WithField("ino", ino).Warn("cannot log inode free; left as orphan")
 	}
 }

@@ -102,6 +102,9 @@ func newVolume(dev device.Device, opts Options, sb *format.Superblock) *Volume {
 	v := &Volume{opts: opts, dev: device.Track(dev), blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb,
 		dataSums: sb.Features&format.FeatureDataSums != 0}
 	v.acct = newAcct(opts.Accounting)
+	if sb.Features&format.FeatureBlockSums != 0 {
+		v.sums = newBlockSums(sb.Blocks, v.acct.blockSums)
+	}
 	v.inodes.acct = v.acct.chunks
 	v.inodes.limit = min(sb.Blocks*uint64(sb.BlockSize)/bytesPerInode, maxInodes)
 	v.dataStart = sb.Log.End()
@@ -397,6 +400,9 @@ func (v *Volume) rebuildSpace(blocks uint64) error {
 		return fmt.Errorf("free space: %w (%w)", ErrCorrupt, err)
 	}
 	v.space = s
+	if v.sums != nil {
+		v.sums = v.sums.only(used)
+	}
 	return nil
 }
 
@@ -451,17 +457,30 @@ func (v *Volume) Recovery() Recovery {
 
 // Close writes back every dirty file, writes a checkpoint, marks the volume
 // clean and stops. Nothing written before Close is lost; the next Open
-// reads the checkpoint and replays nothing. Later calls give ErrClosed.
-// Close does not close the device.
+// reads the checkpoint and replays nothing. Close is safe to call more
+// than once and concurrently: the first call does the work, and every
+// other waits until it is done and gives ErrClosed. Close does not close
+// the device. A volume a device error stopped (Failed) is closed without
+// writing anything, and Close says so.
 func (v *Volume) Close() error {
-	v.mu.RLock()
-	closed := v.closed
-	v.mu.RUnlock()
-	if closed {
+	first := false
+	v.closeOnce.Do(func() {
+		first = true
+		v.closeErr = v.close()
+	})
+	if !first {
 		return opErr("close", "", ErrClosed)
 	}
+	return v.closeErr
+}
+
+// close is Close's work, done once.
+func (v *Volume) close() error {
 	v.stopCommitter()
 	v.stopFlusher()
+	if v.failed.Load() != nil {
+		return v.closeStopped()
+	}
 	errWB := v.writeBackAll()
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -469,6 +488,11 @@ func (v *Volume) Close() error {
 	err := v.checkpoint(errWB == nil)
 	if cerr := v.j.Close(); err == nil {
 		err = cerr
+	}
+	if n := v.PinnedReads(); n > 0 {
+		// The frees behind them are lost to this mount only: Open
+		// rebuilds free space from the extents in use.
+		v.opts.Logger.WithField("reads", n).Error("volume closed with read plans not done")
 	}
 	v.acct.release(v)
 	v.space.close()

@@ -185,16 +185,17 @@ func (v *Volume) edges(n *inode, start, end, size uint64) []edgeZero {
 // zeroEdges rewrites each edge block, copy-on-write, with its range
 // zeroed, into a fresh block taken from the *held blocks reserved, and
 // returns the extent map with them in place, the blocks it drops, the
-// fresh blocks and, with data sums, their checksums. An edge that is all
+// fresh blocks and their checksums. An edge that is all
 // zeros afterwards becomes a hole and takes no block. wbGate is held.
-func (v *Volume) zeroEdges(extents []format.Extent, eds []edgeZero, held *uint64) (out []format.Extent, dropped, fresh []alloc.Extent, sums []format.SumRange, err error) {
+func (v *Volume) zeroEdges(extents []format.Extent, eds []edgeZero, held *uint64) (out []format.Extent, dropped, fresh []alloc.Extent, sums *writeSums, err error) {
 	bs := uint64(v.blockSize)
+	sums = v.newWriteSums()
 	buf := make([]byte, bs)
 	for _, ed := range eds {
 		e, _ := findExtent(extents, ed.b)
 		old := e.Physical + ed.b - e.Logical
-		if _, err := v.dev.ReadAt(buf, int64(old*bs)); err != nil {
-			return nil, nil, fresh, nil, opErr("fallocate", "", err)
+		if err := v.readData(buf, int64(old*bs), ed.b*bs); err != nil {
+			return nil, nil, fresh, nil, err
 		}
 		clear(buf[ed.from:ed.to])
 		var cut []alloc.Extent
@@ -211,9 +212,8 @@ func (v *Volume) zeroEdges(extents []format.Extent, eds []edgeZero, held *uint64
 		if _, err := v.dev.WriteAt(buf, int64(ne.Off*bs)); err != nil {
 			return nil, nil, fresh, nil, opErr("fallocate", "", err)
 		}
-		if v.dataSums {
-			sums = append(sums, format.SumRange{Block: ne.Off, Len: 1, CRC: format.UpdateChecksum(0, buf)})
-		}
+		sums.extent(ne.Off)
+		sums.wrote(buf)
 		extents = insertExtents(extents, []format.Extent{{Logical: ed.b, Physical: ne.Off, Len: 1}})
 	}
 	return extents, dropped, fresh, sums, nil
@@ -231,7 +231,7 @@ func allZero(b []byte) bool {
 // commitPunch commits the file's new extent map, the blocks fresh holds
 // written, and bumps its mtime and ctime; the blocks dropped are freed
 // once that is durable (fd.mu held, nothing dirty).
-func (v *Volume) commitPunch(ino Ino, n *inode, fd *fileData, extents []format.Extent, dropped, fresh []alloc.Extent, sums []format.SumRange) error {
+func (v *Volume) commitPunch(ino Ino, n *inode, fd *fileData, extents []format.Extent, dropped, fresh []alloc.Extent, sums *writeSums) error {
 	rec := format.ExtentsRec{Ino: uint64(ino), Extents: extents}
 	if err := v.loggable(&rec, sums); err != nil {
 		return err
@@ -241,10 +241,7 @@ func (v *Volume) commitPunch(ino Ino, n *inode, fd *fileData, extents []format.E
 	now := v.now()
 	r := n.record(ino)
 	r.Mtime, r.Ctime = now, max(r.Ctime, now)
-	recs := []format.Record{r, rec}
-	if sums != nil {
-		recs = append(recs, format.DataSumRec{Ino: uint64(ino), Ranges: sums})
-	}
+	recs := append([]format.Record{r, rec}, sums.records(ino)...)
 	seq, err := v.commit(recs...)
 	if err != nil {
 		return opErr("fallocate", "", err)

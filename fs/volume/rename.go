@@ -1,11 +1,16 @@
 package volume
 
-import "github.com/smallfs/smallfs/fs/format"
+import (
+	"syscall"
+
+	"github.com/smallfs/smallfs/fs/format"
+)
 
 // Rename flags, as renameat2(2).
 const (
 	RenameNoReplace uint32 = 1 << 0 // fail with EEXIST if newName exists
 	RenameExchange  uint32 = 1 << 1 // swap oldName and newName atomically
+	RenameWhiteout  uint32 = 1 << 2 // leave a whiteout at oldName (overlayfs)
 )
 
 // Rename moves oldName in oldParent to newName in newParent, replacing a
@@ -13,9 +18,13 @@ const (
 // in the same transaction, so a crash shows the old or the new state. With
 // RenameExchange both names must exist and swap inodes (keeping their
 // readdir cookies). Renaming a name onto another link of the same inode does
-// nothing, as POSIX says.
+// nothing, as POSIX says. RenameWhiteout (alone or with RenameNoReplace)
+// leaves a whiteout at oldName in the same transaction: a new character
+// device 0/0 without permission bits, owned by ctx as a new file is
+// (overlayfs marks a name deleted in its upper layer with one).
 func (v *Volume) Rename(ctx Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) error {
-	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
+	if flags&^(RenameNoReplace|RenameExchange|RenameWhiteout) != 0 ||
+		flags&RenameExchange != 0 && flags != RenameExchange {
 		return opErr("rename", oldName, ErrInvalid)
 	}
 	v.mu.Lock()
@@ -98,9 +107,18 @@ func (v *Volume) rename(ctx Context, oldParent Ino, oldName string, newParent In
 	} else if exists && t.isDir() {
 		return ErrIsDir
 	}
-	txn := make([]format.Record, 0, 6)
+	txn := make([]format.Record, 0, 8)
+	if flags&RenameWhiteout != 0 {
+		wo, err := v.whiteout(ctx, op, oldName, now)
+		if err != nil {
+			return err
+		}
+		// The whiteout takes the old name's place and its cookie.
+		txn = append(txn, wo, format.DirentRec{Parent: uint64(oldParent), Ino: wo.Ino, Cookie: src.cookie, Name: oldName})
+	} else {
+		txn = append(txn, format.DirentDelRec{Parent: uint64(oldParent), Name: oldName})
+	}
 	txn = append(txn,
-		format.DirentDelRec{Parent: uint64(oldParent), Name: oldName},
 		format.DirentRec{Parent: uint64(newParent), Ino: uint64(src.ino), Cookie: np.dirOf().next, Name: newName},
 		sr)
 	if exists {
@@ -112,6 +130,22 @@ func (v *Volume) rename(ctx Context, oldParent Ino, oldName string, newParent In
 	}
 	_, err = v.commit(txn...)
 	return err
+}
+
+// whiteout returns the record of a new whiteout to be named name in
+// directory p: a character device 0/0 with no permission bits (the
+// kernel's WHITEOUT_MODE and WHITEOUT_DEV), one link (v.mu held).
+func (v *Volume) whiteout(ctx Context, p *inode, name string, now int64) (format.InodeRec, error) {
+	if err := v.metaRoom(len(name) + 128); err != nil {
+		return format.InodeRec{}, err
+	}
+	ino := v.inodes.allocIno()
+	if ino == 0 {
+		return format.InodeRec{}, ErrNoSpace
+	}
+	r := v.childRec(ctx, p, ino, syscall.S_IFCHR, now)
+	r.Nlink = 1
+	return r, nil
 }
 
 // moveDir checks that directory ino may move to newParent and adjusts the

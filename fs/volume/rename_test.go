@@ -37,7 +37,7 @@ func TestRename(t *testing.T) {
 	}
 
 	wantErrno(t, v.Rename(root, a.Ino, "missing", b.Ino, "x", 0), syscall.ENOENT)
-	wantErrno(t, v.Rename(root, b.Ino, "g", a.Ino, "y", 1<<2), syscall.EINVAL)
+	wantErrno(t, v.Rename(root, b.Ino, "g", a.Ino, "y", 1<<3), syscall.EINVAL)
 	wantErrno(t, v.Rename(root, b.Ino, "g", a.Ino, "y", RenameExchange|RenameNoReplace), syscall.EINVAL)
 }
 

@@ -12,6 +12,9 @@ import (
 // SetCtime gives it. SetKillPriv clears privileges (see killpriv.go) after
 // a SetMode in the same call, in the same transaction.
 func (v *Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error) {
+	if err := v.refuseChange(); err != nil { // before the write-back below
+		return Attr{}, opErr("setattr", "", err)
+	}
 	// Dirty data goes first (so the times set below are not overtaken by a
 	// later write-back), and a new size through the data path.
 	err := v.withData(ino, func(n *inode, fd *fileData) error {

@@ -121,6 +121,7 @@ func (s *ckptSnapshot) encode(v *Volume, w recordSink, budget int) (bool, error)
 		img inodeImage
 		er  format.ExtentsRec
 		dr  format.DirentRec
+		sr  format.BlockSumsRec
 	)
 	for ; s.inodesDone < s.limit && budget > 0; s.inodesDone++ {
 		budget--
@@ -136,7 +137,7 @@ func (s *ckptSnapshot) encode(v *Volume, w recordSink, budget int) (bool, error)
 		} else {
 			continue
 		}
-		if err := img.write(w, &er); err != nil {
+		if err := img.write(w, &er, v.sums, &sr); err != nil {
 			return false, err
 		}
 	}
@@ -179,6 +180,7 @@ type recordSink interface {
 	AddInode(*format.InodeRec) error
 	AddDirent(*format.DirentRec) error
 	AddExtents(*format.ExtentsRec) error
+	AddBlockSums(*format.BlockSumsRec) error
 }
 
 // inodeImage is what a checkpoint records of one inode: its record and
@@ -227,8 +229,9 @@ func cloneOrNil[T any](s []T) []T {
 	return append(make([]T, 0, len(s)), s...)
 }
 
-// write writes img's records to w.
-func (img *inodeImage) write(w recordSink, er *format.ExtentsRec) error {
+// write writes img's records to w, with the checksums of its data
+// blocks from sums (nil: the volume keeps none), through sr.
+func (img *inodeImage) write(w recordSink, er *format.ExtentsRec, sums *blockSums, sr *format.BlockSumsRec) error {
 	if err := w.AddInode(&img.rec); err != nil || !img.ext {
 		return err
 	}
@@ -242,6 +245,9 @@ func (img *inodeImage) write(w recordSink, er *format.ExtentsRec) error {
 	case img.extents != nil:
 		er.Ino, er.Extents = ino, img.extents
 		err = w.AddExtents(er)
+		if err == nil && sums != nil {
+			err = writeBlockSums(w, img.extents, sums, sr)
+		}
 	}
 	for _, a := range img.xattrs {
 		if err != nil {
@@ -250,4 +256,39 @@ func (img *inodeImage) write(w recordSink, er *format.ExtentsRec) error {
 		err = w.Add(format.XattrSetRec{Ino: ino, Name: a.name, Value: a.value})
 	}
 	return err
+}
+
+// writeBlockSums writes the checksums of the blocks of extents, a record
+// per run of blocks that have one (a block may have none while an image
+// is being given checksums), through sr.
+func writeBlockSums(w recordSink, extents []format.Extent, sums *blockSums, sr *format.BlockSumsRec) error {
+	flush := func() error {
+		if len(sr.Sums) == 0 {
+			return nil
+		}
+		err := w.AddBlockSums(sr)
+		sr.Sums = sr.Sums[:0]
+		return err
+	}
+	for _, e := range extents {
+		for b := e.Physical; b < e.Physical+e.Len; b++ {
+			c, ok := sums.get(b)
+			if !ok || len(sr.Sums) == format.MaxBlockSums {
+				if err := flush(); err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+			}
+			if len(sr.Sums) == 0 {
+				sr.Block = b
+			}
+			sr.Sums = append(sr.Sums, c)
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

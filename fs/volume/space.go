@@ -9,7 +9,8 @@ import (
 
 // space is the volume's view of the block allocator: it keeps the counts
 // statfs needs (alloc.Stats walks every free extent) and the frees waiting
-// for their transaction to become durable.
+// for their transaction to become durable, and then for the reads that
+// may still read their blocks (readpin.go).
 //
 // It also keeps the checkpoint headroom: blocks ordinary allocations and
 // metadata growth leave free, so that the next checkpoints fit and Close
@@ -25,9 +26,13 @@ type space struct {
 	mu       sync.Mutex
 	used     uint64    // blocks allocated and not freed
 	reserved uint64    // promised to dirty data not yet allocated
-	pending  []pending // freed, not yet durable; in sequence order
+	pending  []pending // freed, not yet allocatable; in sequence order
 	waiting  uint64    // blocks in pending: allocatable runs on every write
 	ckpt     uint64    // blocks of the newest checkpoint
+
+	// gate holds frees made durable back from reuse until the reads
+	// that may still read their blocks are done (readpin.go).
+	gate readGate
 }
 
 // ckptSlack covers a checkpoint's framing beyond its records: chunk heads,
@@ -57,7 +62,8 @@ func (s *space) setCheckpoint(blocks uint64) {
 func (s *space) room(bytes, logUsed uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.allocatable()-s.reserved < s.headroom(logUsed)+2*s.blocks(bytes) {
+	a := s.allocatable()
+	if a-min(a, s.reserved) < s.headroom(logUsed)+2*s.blocks(bytes) {
 		return ErrNoSpace
 	}
 	return nil
@@ -142,19 +148,6 @@ func (s *space) freeAfter(e alloc.Extent, seq uint64) error {
 	return nil
 }
 
-// durable makes the frees of transactions up to seq allocatable.
-func (s *space) durable(seq uint64) {
-	s.a.Commit(seq)
-	s.mu.Lock()
-	i := 0
-	for i < len(s.pending) && s.pending[i].seq <= seq {
-		s.waiting -= s.pending[i].blocks
-		i++
-	}
-	s.pending = s.pending[i:]
-	s.mu.Unlock()
-}
-
 // allocatable returns the blocks the allocator holds free (s.mu held).
 func (s *space) allocatable() uint64 {
 	return s.dataBlocks - s.used - s.waiting
@@ -168,7 +161,8 @@ func (s *space) allocatable() uint64 {
 func (s *space) free(logUsed uint64) (free, avail uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	free = s.allocatable() + s.waiting - s.reserved
+	free = s.allocatable() + s.waiting
+	free -= min(free, s.reserved)
 	return free, free - min(free, s.headroom(logUsed))
 }
 
@@ -203,7 +197,8 @@ func (s *space) unreserve(n uint64) {
 	s.mu.Unlock()
 }
 
-// hasPending reports whether frees are waiting for a commit.
+// hasPending reports whether frees are waiting for a commit (or for
+// reads pinned before it).
 func (s *space) hasPending() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

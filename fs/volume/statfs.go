@@ -39,14 +39,29 @@ func (v *Volume) logUsed() uint64 {
 // still leave the checkpoint headroom free (see space.headroom). When it
 // does not, and frees wait for a commit or the log holds anything, one
 // checkpoint settles both (the headroom counts the log since the newest
-// checkpoint) and it asks again. v.mu is held for writing.
+// checkpoint) and it asks again. A stopped volume (Failed) refuses
+// first: no room would help. v.mu is held for writing.
 func (v *Volume) metaRoom(bytes int) error {
+	if err := v.refuseChange(); err != nil {
+		return err
+	}
 	err := v.space.room(uint64(bytes), v.logUsed())
 	if err == nil || v.logUsed() == 0 && !v.space.hasPending() {
 		return err
 	}
-	if v.checkpoint(false) != nil {
+	if v.roomCheckpoint() != nil {
 		return err
 	}
 	return v.space.room(uint64(bytes), v.logUsed())
+}
+
+// roomCheckpoint is the checkpoint a request that found no room takes to
+// settle the headroom (v.mu held for writing). The request gets ENOSPC
+// if it fails, so the failure, perhaps the device's, is logged here.
+func (v *Volume) roomCheckpoint() error {
+	err := v.checkpoint(false)
+	if err != nil {
+		v.opts.Logger.WithError(err).Error("checkpoint to make room failed; the request gets ENOSPC")
+	}
+	return err
 }

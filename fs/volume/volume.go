@@ -11,7 +11,6 @@ import (
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
 	"github.com/smallfs/smallfs/fs/journal"
-	"github.com/smallfs/smallfs/internal/invariants"
 )
 
 // Volume is an open smallfs volume: the whole metadata in memory, the data
@@ -36,6 +35,10 @@ type Volume struct {
 	// dataSums is format.FeatureDataSums: write-backs log the checksums
 	// of what they wrote, and commits flush once (journal.Options.DataSums).
 	dataSums bool
+	// sums is the checksum of every block of file data
+	// (format.FeatureBlockSums; nil without it): write-backs log them,
+	// checkpoints keep them, reads verify them.
+	sums *blockSums
 
 	ckptMu  sync.Mutex        // serialises checkpoints and superblock writes; inside v.mu
 	sb      format.Superblock // the newest superblock written
@@ -57,8 +60,14 @@ type Volume struct {
 	ckptKick chan struct{} // capacity 1
 	appended uint64
 	closed   bool
-	now      func() int64 // the clock, in Unix ns
-	acct     acct
+	// failed is set once a device error writing metadata stopped the
+	// volume (failed.go); read without a lock.
+	failed atomic.Pointer[failure]
+	// closeOnce runs Close's work once; closeErr is its result.
+	closeOnce sync.Once
+	closeErr  error
+	now       func() int64 // the clock, in Unix ns
+	acct      acct
 
 	recovery Recovery     // what Open did; set before Open returns, then read-only
 	loading  *[]loadedDir // while Open reads the checkpoint: directories to index
@@ -83,11 +92,15 @@ const logCheckEvery = 64
 
 // commit appends one transaction to the log and applies it. The caller holds
 // v.mu for writing and has validated the change, so apply cannot fail; a log
-// error fails the operation with nothing changed. The blocks of inodes the
-// transaction frees are freed once it is durable.
+// error fails the operation with nothing changed, and so does a volume a
+// device error stopped (ErrReadOnly). The blocks of inodes the transaction
+// frees are freed once it is durable.
 func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 	if v.closed {
 		return 0, ErrClosed
+	}
+	if err := v.refuseChange(); err != nil {
+		return 0, err
 	}
 	seq, err := v.j.Append(txn)
 	if errors.Is(err, journal.ErrLogFull) {
@@ -101,7 +114,7 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 		return 0, fmt.Errorf("log: %w (%w)", ErrNoSpace, err)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("log: %w", err)
+		return 0, fmt.Errorf("log: %w", v.failOnLog(err))
 	}
 	if v.appended++; v.appended%logCheckEvery == 0 && v.snap == nil {
 		if used, capacity := v.j.Usage(); used*2 >= capacity {
@@ -117,11 +130,24 @@ func (v *Volume) commit(txn ...format.Record) (uint64, error) {
 				v.freeAfter(physical(n.extents()), seq)
 			}
 		}
-		if err := v.apply(r); err != nil && invariants.Enabled {
-			panic("volume: live transaction does not apply: " + err.Error())
+		if err := v.apply(r); err != nil {
+			return 0, v.failApply(seq, err)
 		}
 	}
 	return seq, nil
+}
+
+// failApply stops the volume after transaction seq, already in the log,
+// did not apply (a bug: commit's callers validate first). The metadata in
+// memory then differs from what the log says, so no later transaction and
+// no checkpoint may be written from it: the volume stops as after a
+// device error writing metadata (fail), reads going on. The log still
+// holds seq, which the next Open meets again. It returns the error, which
+// wraps ErrCorrupt (EIO). v.mu is held for writing.
+func (v *Volume) failApply(seq uint64, err error) error {
+	err = fmt.Errorf("log transaction %d does not apply: %w (%w)", seq, ErrCorrupt, err)
+	v.fail("apply", err)
+	return err
 }
 
 // live returns the live inode ino for a read-only call (v.mu held).

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -16,11 +17,16 @@ import (
 // sets the inode's size and times and its whole data map. Blocks the new
 // map no longer references are freed once that transaction is durable.
 // A file that fits Options.InlineThreshold is stored inline instead.
+// Once a device error has stopped the volume it writes nothing and fails
+// with ErrNotDurable: the data stays dirty, readable, never written.
 //
 // fd.mu is held for writing; v.mu is not held (it is taken to commit).
 func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	if len(fd.chunks) == 0 && !fd.ahead.Load() {
 		return nil
+	}
+	if err := v.refuseSync(); err != nil {
+		return opErr("write", "", err)
 	}
 	v.wbGate.RLock()
 	defer v.wbGate.RUnlock()
@@ -52,9 +58,15 @@ func (v *Volume) writeBack(ino Ino, n *inode, fd *fileData) error {
 	if err != nil {
 		v.mu.Unlock()
 		v.unplace(fd, fresh, held)
+		if errors.Is(err, ErrReadOnly) { // stopped meanwhile: for an fsync, EIO
+			err = v.refuseSync()
+		}
 		return opErr("write", "", err)
 	}
 	v.freeAfter(dropped, seq)
+	if size == 0 {
+		n.flags &^= inodeLost // emptied: nothing lost is in it
+	}
 	fd.ahead.Store(false)
 	fd.unwritten.Store(0) // now in n's extents
 	v.mu.Unlock()
@@ -159,7 +171,7 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 	inline := n.x.inline
 	endBlock := blocksFor(size, v.blockSize)
 	extents, dropped := cutExtents(n.extents(), endBlock, math.MaxUint64)
-	var sums []format.SumRange // with data sums: what place wrote
+	sums := v.newWriteSums()
 	cks := make([]uint64, 0, len(fd.chunks))
 	for c := range fd.chunks {
 		cks = append(cks, c)
@@ -176,7 +188,7 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 		last := cks[k-1]
 		lb := cks[0] * cs / bs
 		le := min(last*cs/bs+blocksFor(uint64(len(fd.chunks[last].B)), v.blockSize), endBlock)
-		placed, err := v.place(fd, lb, le, &sums)
+		placed, err := v.place(fd, lb, le, sums)
 		fresh = append(fresh, physical(placed)...)
 		if err != nil {
 			return nil, nil, fresh, err
@@ -191,10 +203,7 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 	if err := v.loggable(&rec, sums); err != nil {
 		return nil, nil, fresh, err
 	}
-	recs = []format.Record{nil, rec}
-	if sums != nil {
-		recs = append(recs, format.DataSumRec{Ino: uint64(ino), Ranges: sums})
-	}
+	recs = append([]format.Record{nil, rec}, sums.records(ino)...)
 	if inline != nil {
 		recs = append(recs, format.InlineRec{Ino: uint64(ino)})
 	}
@@ -206,15 +215,12 @@ func (v *Volume) placeRecs(ino Ino, n *inode, fd *fileData, size uint64) (recs [
 // write-back then fails with nothing changed instead of committing a
 // record the log cannot take. Only a map that might not fit is encoded to
 // find out.
-func (v *Volume) loggable(r *format.ExtentsRec, sums []format.SumRange) error {
+func (v *Volume) loggable(r *format.ExtentsRec, sums *writeSums) error {
 	n := len(r.Extents)
-	if n*maxExtentBytes+len(sums)*maxSumBytes <= v.txnRoom {
+	if n*maxExtentBytes+sums.logBytes() <= v.txnRoom {
 		return nil
 	}
-	size := len(format.AppendRecord(nil, r))
-	if sums != nil {
-		size += len(format.AppendRecord(nil, format.DataSumRec{Ino: r.Ino, Ranges: sums}))
-	}
+	size := len(format.AppendRecord(nil, r)) + sums.logBytes()
 	if n > format.MaxExtents || size > v.txnRoom {
 		return fmt.Errorf("extent map of %d extents (%d bytes) over the %d bytes a log transaction holds: free space too fragmented: %w",
 			n, size, v.txnRoom, ErrNoSpace)
@@ -224,9 +230,8 @@ func (v *Volume) loggable(r *format.ExtentsRec, sums []format.SumRange) error {
 
 // place allocates device blocks for logical blocks [lb, le), as few
 // extents as free space allows, near the file's directory cursor, and
-// writes the dirty chunks' bytes there. With data sums it appends each
-// extent's checksum to *sums.
-func (v *Volume) place(fd *fileData, lb, le uint64, sums *[]format.SumRange) ([]format.Extent, error) {
+// writes the dirty chunks' bytes there, adding their checksums to sums.
+func (v *Volume) place(fd *fileData, lb, le uint64, sums *writeSums) ([]format.Extent, error) {
 	bs, cs := uint64(v.blockSize), v.chunkSize()
 	hint := v.hint(fd)
 	var placed []format.Extent
@@ -242,7 +247,7 @@ func (v *Volume) place(fd *fileData, lb, le uint64, sums *[]format.SumRange) ([]
 			}
 		}
 		// Write the bytes of logical blocks [l, l+e.Len), chunk by chunk.
-		var crc uint32
+		sums.extent(e.Off)
 		for off, end := l*bs, (l+e.Len)*bs; off < end; {
 			c := off / cs
 			b := fd.chunks[c].B
@@ -252,13 +257,8 @@ func (v *Volume) place(fd *fileData, lb, le uint64, sums *[]format.SumRange) ([]
 			if err != nil {
 				return placed, err
 			}
-			if v.dataSums {
-				crc = format.UpdateChecksum(crc, p)
-			}
+			sums.wrote(p)
 			off += k
-		}
-		if v.dataSums {
-			*sums = append(*sums, format.SumRange{Block: e.Off, Len: e.Len, CRC: crc})
 		}
 		hint = e.End()
 		l += e.Len

@@ -2,6 +2,7 @@ package volume
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/smallfs/smallfs/fs/format"
 )
@@ -13,18 +14,20 @@ const (
 )
 
 // SetXattr sets attribute name of ino to value. Names are 1 to
-// MaxXattrNameLen bytes (else ERANGE), values at most MaxXattrValueLen
-// (else E2BIG), and one inode's names and values at most MaxXattrTotal
-// bytes (else ENOSPC). Namespace rules (user., trusted., ...) are the
-// kernel's.
+// MaxXattrNameLen bytes (else ERANGE) in a namespace (checkXattrName),
+// values at most MaxXattrValueLen (else E2BIG), and one inode's names and
+// values at most MaxXattrTotal bytes, its names with their NULs at most
+// MaxXattrList (else ENOSPC). Who may use which namespace is the
+// kernel's to check.
 func (v *Volume) SetXattr(ino Ino, name string, value []byte, flags uint32) error {
 	switch {
 	case flags&^(XattrCreate|XattrReplace) != 0 || flags == XattrCreate|XattrReplace:
 		return opErr("setxattr", name, ErrInvalid)
-	case name == "" || len(name) > MaxXattrNameLen:
-		return opErr("setxattr", name, ErrRange)
 	case len(value) > MaxXattrValueLen:
 		return opErr("setxattr", name, ErrTooBig)
+	}
+	if err := checkXattrName(name); err != nil {
+		return opErr("setxattr", name, err)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -42,15 +45,16 @@ func (v *Volume) SetXattr(ino Ino, name string, value []byte, flags uint32) erro
 	if err := v.metaRoom(len(name) + len(value)); err != nil {
 		return opErr("setxattr", name, err)
 	}
-	total := len(name) + len(value)
+	total, list := len(name)+len(value), len(name)+1
 	if n.x != nil {
 		for j, x := range n.x.xattrs {
 			if j != i {
 				total += len(x.name) + len(x.value)
+				list += len(x.name) + 1
 			}
 		}
 	}
-	if total > MaxXattrTotal {
+	if total > MaxXattrTotal || list > MaxXattrList {
 		return opErr("setxattr", name, ErrNoSpace)
 	}
 	r := n.record(ino)
@@ -62,6 +66,9 @@ func (v *Volume) SetXattr(ino Ino, name string, value []byte, flags uint32) erro
 // GetXattr returns a copy of attribute name of ino. Fitting it into the
 // caller's buffer (ERANGE) is the caller's business.
 func (v *Volume) GetXattr(ino Ino, name string) ([]byte, error) {
+	if err := checkXattrName(name); err != nil {
+		return nil, opErr("getxattr", name, err)
+	}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	n, err := v.live(ino)
@@ -96,6 +103,9 @@ func (v *Volume) ListXattr(ino Ino) ([]string, error) {
 
 // RemoveXattr deletes attribute name of ino.
 func (v *Volume) RemoveXattr(ino Ino, name string) error {
+	if err := checkXattrName(name); err != nil {
+		return opErr("removexattr", name, err)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	n, err := v.live(ino)
@@ -109,6 +119,31 @@ func (v *Volume) RemoveXattr(ino Ino, name string) error {
 	r.Ctime = v.now()
 	_, err = v.commit(format.XattrDelRec{Ino: uint64(ino), Name: name}, r)
 	return opErrOrNil("removexattr", name, err)
+}
+
+// xattrNamespaces are the prefixes of the kernel's xattr namespaces.
+var xattrNamespaces = []string{"user.", "trusted.", "security.", "system."}
+
+// checkXattrName applies the rules ext4 applies to a name: 1 to
+// MaxXattrNameLen bytes (ERANGE); in one of the kernel's namespaces
+// (EOPNOTSUPP, as for a namespace the filesystem lacks); not the prefix
+// alone (EINVAL, as the kernel's xattr_resolve_name; "system." alone
+// names no attribute: EOPNOTSUPP).
+func checkXattrName(name string) error {
+	if name == "" || len(name) > MaxXattrNameLen {
+		return ErrRange
+	}
+	for _, p := range xattrNamespaces {
+		switch {
+		case name == "system.":
+			return ErrNotSupported
+		case name == p:
+			return ErrInvalid
+		case strings.HasPrefix(name, p):
+			return nil
+		}
+	}
+	return ErrNotSupported
 }
 
 func (n *inode) xattrIndex(name string) int {

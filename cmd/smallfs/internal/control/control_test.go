@@ -179,6 +179,36 @@ func TestWriteTextReadOnly(t *testing.T) {
 	}
 }
 
+// TestWriteTextFailed: a volume a device error stopped says so, and why,
+// in the text and in the metrics; a healthy one says nothing of it.
+func TestWriteTextFailed(t *testing.T) {
+	for _, cause := range []string{"", "device error writing the log: flush: input/output error"} {
+		st := sample()
+		st.Failed = cause
+		var b, m strings.Builder
+		if err := WriteText(&b, st, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteMetrics(&m, st); err != nil {
+			t.Fatal(err)
+		}
+		failed := cause != ""
+		if got := strings.Contains(b.String(), "FAILED      read-only since a device error"); got != failed {
+			t.Errorf("Failed %q: text\n%s", cause, b.String())
+		}
+		if failed && !strings.Contains(b.String(), "  cause     "+cause+"\n") {
+			t.Errorf("the text does not give the cause:\n%s", b.String())
+		}
+		want := "smallfs_failed 0\n"
+		if failed {
+			want = "smallfs_failed 1\n"
+		}
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("Failed %q: metrics lack %q", cause, want)
+		}
+	}
+}
+
 func TestMetrics(t *testing.T) {
 	st := sample()
 	st.Device = `/dev/"odd"`

@@ -40,6 +40,11 @@ func WriteMetrics(w io.Writer, st Stats) error {
 	fam("info", "gauge", "Constant 1, labelled with what is mounted.")
 	sample("info", 1, "version", st.Version, "device", st.Device, "mountpoint", st.Mountpoint)
 	gauge("uptime_seconds", "Seconds since the daemon mounted the filesystem.", st.Taken.Sub(st.Started).Seconds())
+	failed := 0.0
+	if st.Failed != "" {
+		failed = 1
+	}
+	gauge("failed", "1 once a device error writing metadata made the volume read-only until the next mount.", failed)
 	if s := st.Space; s != nil {
 		gauge("block_size_bytes", "Filesystem block size.", float64(s.BlockSize))
 		gauge("blocks", "Blocks in the filesystem.", float64(s.Blocks))

@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,8 @@ type request struct {
 	Op string `json:"op"`
 	// ReadOnly is the state a "remounted" request reports.
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Scrub is a "scrub" request's.
+	Scrub *ScrubRequest `json:"scrub,omitempty"`
 }
 
 type response struct {
@@ -82,6 +85,10 @@ type Handlers struct {
 	// Remounted hears that the mount is now read-only or read-write
 	// ("remounted"), after the kernel did it.
 	Remounted func(readOnly bool) error
+	// Scrub reads and checks every block of file data ("scrub"), calling
+	// progress now and then, until done or ctx is cancelled (the client
+	// went away).
+	Scrub func(ctx context.Context, req ScrubRequest, progress func(ScrubStatus)) (ScrubStatus, error)
 }
 
 // Server answers requests on a unix socket. Each connection sends one
@@ -176,6 +183,9 @@ func (s *Server) handle(c net.Conn) {
 	case req.Op == "sync" && s.h.Sync != nil:
 		_ = c.SetDeadline(time.Now().Add(syncTimeout))
 		resp.Done, resp.Error = done(s.h.Sync())
+	case req.Op == "scrub" && req.Scrub != nil && s.h.Scrub != nil:
+		s.serveScrub(c, *req.Scrub)
+		return
 	case req.Op == "remounted" && s.h.Remounted != nil:
 		_ = c.SetDeadline(time.Now().Add(syncTimeout))
 		resp.Done, resp.Error = done(s.h.Remounted(req.ReadOnly))
@@ -234,13 +244,20 @@ func order(path string, req request, dial time.Duration) error {
 	return nil
 }
 
+// connect dials the daemon's socket at path: ErrNoDaemon when nobody
+// listens there.
+func connect(path string, dial time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("unix", path, dial)
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+		return nil, fmt.Errorf("%s: %w", path, ErrNoDaemon)
+	}
+	return c, err
+}
+
 // ask sends one request and reads its response.
 func ask(path string, req request, dial, timeout time.Duration) (response, error) {
-	c, err := net.DialTimeout("unix", path, dial)
+	c, err := connect(path, dial)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-			return response{}, fmt.Errorf("%s: %w", path, ErrNoDaemon)
-		}
 		return response{}, err
 	}
 	defer c.Close()

@@ -17,9 +17,13 @@ type Stats struct {
 	Options    string `json:"options"` // effective mount options
 	// ReadOnly: the daemon opened its device read-only (mounted ro) and
 	// writes nothing to it; remount,rw is refused.
-	ReadOnly bool      `json:"read_only,omitempty"`
-	Started  time.Time `json:"started"`
-	Taken    time.Time `json:"taken"` // when these figures were read
+	ReadOnly bool `json:"read_only,omitempty"`
+	// Failed: a device error writing metadata stopped the volume, and
+	// why; changes are refused (EROFS) and fsync fails (EIO) until the
+	// next mount. Empty while the volume takes changes.
+	Failed  string    `json:"failed,omitempty"`
+	Started time.Time `json:"started"`
+	Taken   time.Time `json:"taken"` // when these figures were read
 
 	Space      *Space              `json:"space,omitempty"`
 	Alloc      *Alloc              `json:"alloc,omitempty"`

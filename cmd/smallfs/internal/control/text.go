@@ -22,6 +22,10 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 	if st.ReadOnly {
 		p("read-only\tdevice opened read-only, never written; remount,rw refused\n")
 	}
+	if st.Failed != "" {
+		p("FAILED\tread-only since a device error: changes get EROFS, fsync EIO; unmount, check the device, mount again\n")
+		p("  cause\t%s\n", st.Failed)
+	}
 	if s := st.Space; s != nil {
 		p("\nspace\tblock size %d\n", s.BlockSize)
 		p("  blocks\t%d total\t%d free\t%d available\t%s used\n", s.Blocks, s.BlocksFree, s.BlocksAvail, percent(s.Blocks-s.BlocksFree, s.Blocks))
