@@ -94,23 +94,15 @@
 //
 // # Costs
 //
-// The floor is one atomic add: a LOCK-prefixed instruction, 6–9 ns of CPU
-// on the 2-core shared VM (Intel Xeon, Go 1.26.8). Measured there on
-// 2026-11-30 at load 7–11, medians of 10 interleaved rounds, CPU time per
-// update (BenchmarkFloor, BenchmarkUpdate; commands and wall-clock figures
-// in docs/PERFORMANCE.md, section "accounting and iobuf"):
-//
-//	one bare atomic add    9.2 ns    two bare adds   14.8 ns
-//	FixedType update      12.1 ns    Type update     19.2 ns
-//	Counter.Inc            9.7 ns    mutex update    20.7 ns
-//
-// With RunParallel a FixedType update costs 11.6 ns and a Type 19.0 against
-// the mutex's 21.9 when the two goroutines share a core; on free cores
-// each goroutine keeps its own cache line while the mutex bounces one (an
-// earlier run: Type 8.7 ns against 28). An update cannot meet 5 ns here:
-// the one add it needs costs more. A peak sample (all stripes read, two
-// stores) costs about 10 ns serially and 30 ns when other cores write the
-// stripes, paid at most once per max(64 KiB, 16 objects) a stripe
-// allocates: Alloc and Free of 64 KiB objects cost 19.2 ns, as for 64 B
-// ones, down from 27.7. Updates do not allocate (asserted).
+// The floor is one atomic add, a LOCK-prefixed instruction. A FixedType
+// update and Counter.Inc are that one add; a Type update is two (see
+// "Layout" for why not one). Under RunParallel each goroutine keeps to
+// its own stripe's cache line, where a mutex would bounce one line between
+// the cores. A peak sample (all stripes read, two stores) is paid at most
+// once per max(64 KiB, 16 objects) a stripe allocates, so large objects
+// cost no more per update than small ones. Updates do not allocate
+// (asserted). A non-atomic per-processor update would be cheaper, but
+// would need runtime internals and would race under the race detector.
+// docs/PERFORMANCE.md, "Accounting and iobuf", has the figures
+// (BenchmarkFloor, BenchmarkUpdate) with their commands.
 package accounting

@@ -10,7 +10,7 @@ import (
 	"github.com/smallfs/smallfs/internal/cputime"
 )
 
-// The workloads of ALLOCATOR.md, seeded, on 4 KiB blocks with an
+// The workloads of docs/ALLOCATOR.md, seeded, on 4 KiB blocks with an
 // allocation unit of one block. Scale with -alloc.capacity.
 //
 // The regret oracle is an unbounded nearest-fit scan: from block 0 at high
@@ -57,7 +57,7 @@ func runWorkload(b *testing.B, newPolicy func(uint64, []Extent) (policy, error),
 	report(b, rec)
 }
 
-// report prints the figures of ALLOCATOR.md. Latencies (p50-ns .. max-ns)
+// report prints the figures of docs/ALLOCATOR.md. Latencies (p50-ns .. max-ns)
 // are per Alloc call, each timed alone, GC and scheduler stalls included
 // (gcs/run counts the collections during the work); visits/op per Alloc
 // call; regret-* in blocks past the nearest extent that held the request

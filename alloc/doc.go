@@ -52,7 +52,7 @@
 //
 // Step 4 makes the search complete: Alloc never fails while a free extent
 // of min blocks exists. Steps 2 and 3 make it local. One departure from
-// ALLOCATOR.md: a partial fit at the hint (fewer than want blocks follow
+// the specification (docs/ALLOCATOR.md): a partial fit at the hint (fewer than want blocks follow
 // it) is not taken at once but ranked with the window's candidates, so
 // that a full-length extent nearby wins; a caller that wants a partial
 // append gets it by passing min below want, when no full fit is near.
@@ -68,10 +68,8 @@
 // a delete and an insert. The window costs two seeks (one at hint 0); the
 // fallback one when the shortest extent that holds want lies above the
 // hint (it then has the lowest offset of its length, so no extent of its
-// length lies nearer), else three. In W1 at 50 % fill (hint 0) an Alloc
-// costs 1.7 seeks on average: the window's one, and the fallback's one in
-// 71 % of calls; carving adds two or three updates and Free three or four
-// descents. A visit of the window keeps the best candidate's packed rank
+// length lies nearer), else three; carving adds two or three updates and
+// Free three or four descents. A visit of the window keeps the best candidate's packed rank
 // and key in registers and stores a better one only. [Stats] reports the
 // totals and the maxima per call: deterministic figures that tests bound.
 // Free finds both neighbours with one descent (from the end of the extent
@@ -80,11 +78,10 @@
 // extent. NewWithUsed sorts the used extents (as packed uint64 keys) and
 // inserts each index in its own order. Alloc and Free allocate no heap
 // memory in steady state outside a compaction, but when B-tree nodes split
-// faster than they merge: the indexes share a list of 4 emptied nodes,
-// which leaves 6-45 allocations in 200,000 pairs of W1's churn. Tests hold
-// a pair on a fixed layout to 0 allocations and the churn to fewer than 1
-// in 1000 pairs (13-23 without the list). What a compaction costs them is
-// in "Memory and compaction".
+// faster than they merge: the indexes share a list of 4 emptied nodes for
+// reuse, which makes that rare. Tests hold a pair on a fixed layout to 0
+// allocations and W1's churn to fewer than 1 in 1000 pairs. What a
+// compaction costs them is in "Memory and compaction".
 //
 // # Locking
 //
@@ -121,14 +118,15 @@
 // node). At node fill f an index costs about 8/f bytes of key array per
 // extent plus a node per f(2d-1) keys: a node's array never shrinks (append
 // grows it to 64 keys, google/btree keeps it). Churn (splits and merges at
-// random places) settles nodes near 2/3 full, whatever the degree: 28-33
-// bytes per extent for both indexes after the aging workloads.
+// random places) settles nodes near 2/3 full, whatever the degree: about
+// 30 bytes per extent for both indexes.
 //
 // A build (NewWithUsed, a compaction) inserts 3 keys in 5 in order, which
-// leaves every node 31 keys, then the others: nodes 82 % full, 23 bytes
-// per extent. Fuller is worse: a 97 %-full build (19 B) has every node a
-// key or two from a split and costs 24.5 B after 3 % of a turnover; 82 %
-// stays at 23.4 B after half a turnover and 24.2 B after a whole one.
+// leaves every node 31 keys, then the others: nodes 82 % full, about 23
+// bytes per extent. Fuller is worse: a build that fills nodes to the brim
+// leaves every node a key or two from a split, so the first churn splits
+// them all and costs more than the 82 % build keeps after half a turnover
+// (docs/PERFORMANCE.md, "Allocator", has the figures).
 //
 // A compaction rebuilds both indexes without holding the mutex for the
 // rebuild:
@@ -150,41 +148,33 @@
 //
 // The replay is exact: each recorded mutation was valid on a set equal to
 // the one the new trees hold when they replay it. A rebuild under the
-// mutex would stall every caller for 0.3 s at 10^6 extents; a copy taken
-// in slices under the mutex could not tell which later mutations it had
-// seen; rounds alone did not converge under a saturating load (16 rounds,
-// then 19 ms under the mutex at 10^6 extents), hence the drain.
+// mutex would stall every caller for the whole rebuild (a large part of a
+// second at 10^6 extents); a copy taken in slices under the mutex could
+// not tell which later mutations it had seen; rounds alone did not
+// converge under a saturating load, hence the drain.
 //
 // An Allocator starts a compaction by itself once free space holds at least
 // [Options].CompactExtents extents (default 4096) and the size index has
 // seen removals of half as many since its last build: half the population
 // has turned over, which needs no guess at node fill. Removals count from
-// the swap, so compactions never run back to back. In W2 (8k-20k extents)
-// compactions after each turnover left 23.6-24.8 B per extent, after each
-// half turnover 23.0-24.6 B; the mutations replayed at a swap churn the new
-// trees too, so a compaction slowed down by a loaded machine swaps in less
-// than 82 % full nodes. Under the benchmarks' saturating loops compactions
-// are bound by their own length, not by the trigger: in W1 at 10 % fill
-// (22k extents, 2.0 M pairs) compacting after a quarter of a turnover
-// instead of a half ran 310 compactions instead of 230, and moved the
-// trees' median over the run (sampled at every 1 %) only from 23.7 B to
-// 23.4. Nor did counting inserts as turnover (free space that grows) or
-// compacting after a shrink by an eighth help W3 robustly: its end figure
-// is a race between the loop and the compaction (see docs/PERFORMANCE.md,
-// alloc, follow-up 4). Below a few thousand extents it does not pay: fixed
-// costs (a goroutine, the scheduler waking a processor) dominate. An
-// Allocator's fixed memory is about 400 bytes with one free extent, plus
-// the up to 4 emptied nodes its indexes share (0.6-1.1 KB each with their
-// arrays).
+// the swap, so compactions never run back to back. The mutations
+// replayed at a swap churn the new trees too, so a compaction slowed down
+// by a loaded machine swaps in nodes less than 82 % full. Under the
+// benchmarks' saturating loops compactions are bound by their own length,
+// not by the trigger, so neither an earlier trigger nor counting inserts
+// as turnover helps much (docs/PERFORMANCE.md, "Allocator"). Below a few
+// thousand extents a compaction does not pay: fixed costs (a goroutine,
+// the scheduler waking a processor) dominate. An Allocator's fixed memory
+// is a few hundred bytes with one free extent, plus the up to 4 emptied
+// nodes its indexes share (about a kilobyte each with their arrays).
 //
 // What a compaction costs the callers while it runs: the first change of a
 // node shared with the clones copies it and its path to the root, and the
-// log grows; Alloc+Free pairs at random places allocated 136 B per pair at
-// 10^4 extents and 488 B at 10^6, and under a saturating load of them
-// their rate fell by about 40 % for the length of the compaction (the
-// copies, the drain, the goroutine on one of the two cores). It holds the
-// old trees, the copies, the new trees and the log at once: up to about
-// 2.5 times the indexes.
+// log grows, so each change allocates a little; a saturating load of
+// changes runs slower for the length of the compaction (the copies, the
+// drain, the goroutine on a core of its own). It holds the old trees, the
+// copies, the new trees and the log at once: up to about 2.5 times the
+// indexes.
 //
 // The Allocator reports to package accounting ([Options].Registry, layer
 // "alloc"): type "free-extent" counts free and pending extents at an
@@ -205,49 +195,10 @@
 //
 // # Figures
 //
-// `go test ./alloc -run '^$' -bench .` runs workloads W1-W5 of
-// ALLOCATOR.md (bench_test.go, harness_test.go) on this allocator and three
-// baselines behind one interface (policy_*_test.go): best fit by size,
-// unbounded nearest fit, and a Ceph-Avl-like capped first fit. Figures from
-// the shared 2-core VM, 2026-11-30, with their commands and loads in
-// docs/PERFORMANCE.md, section alloc:
-//
-//   - W1 at 50 % fill: 766 ns per Alloc+Free pair, 1.31 M pairs/s (was 974
-//     ns side by side; median of 10 interleaved rounds at load ~1.4).
-//   - W5, one-block holes around the hint: 65 visits per call at 10^4 and
-//     10^6 extents; p50 1.10 and 2.04 µs (1.86x, 12 rounds), p99 2.19 and
-//     4.03 µs (1.84x, 8 rounds at load ~1.2); nearest fit in the first
-//     run: 0.29 ms and 22 ms. The 2x aim for p99 holds only on a quiet
-//     machine: at 10^6 a pair takes 7-8 more misses of a 2 MiB cache
-//     (cachegrind), and under load p99 is scheduling noise (10-60 µs).
-//   - failed allocations: 0 in every workload; W4 median regret 0 blocks.
-//   - Score S, mean over seeds (W2 6, W3 40): W2 at or below capped first
-//     fit at every fill; W3 equal at 6 of 10 configurations, above by
-//     0.0001-0.0014 at 4 (the pieces of split requests, which the window
-//     keeps near each other); within 0.008 of best fit everywhere.
-//   - Memory per free extent, both indexes (3 seeds, 13:58 UTC, load
-//     2-5): 22.9 B at 10^6 extents after NewWithUsed; W2 (8k-20k extents)
-//     23.3-24.6 B with automatic compaction, 29.4-30.5 B without; W1, W3
-//     and W4 (300-3,450 extents, below CompactExtents) 27.8-41.4 B as
-//     before, 24.8-37.8 B with CompactExtents 256; never above 48 B.
-//     NewWithUsed of 10^6 used extents: 0.44 s.
-//   - Memory at scale (medians of seeds 0-2, 14:28-14:52 UTC, load
-//     2.4-3.1; -alloc.capacity raised to 16k-43k extents; on / off):
-//     W1 at 90 and 50 % fill 22.97 / 29.50 and 23.12 / 31.26 B, at 10 %
-//     24.02 / 31.09 B (23.24 at 42k extents); W2 22.97-23.44 / 28.98-29.69
-//     B; W4 22.63 / 27.11 B at its end (low mark), 23.73 / 31.26 at its
-//     high mark; W3 at its high mark 22.9-28.2 / 28.6-30.7 B, 3 of 10
-//     configurations at or below 24 B, seeds of one configuration up to 5
-//     B apart (a race between the loop and the compaction). Small sets
-//     keep 30-37 B (W1 at 10 % fill, 322 extents: 34.3 B, 37.0 with a
-//     list of emptied nodes per tree, 31.5 with none).
-//   - Compaction (BenchmarkCompact, medians of 5, load ~2): the mutex held
-//     2.6 and 3.3 µs to clone at 10^4 and 10^6 extents, 0.2 and 0.6 µs to
-//     swap; while another goroutine runs Alloc+Free pairs flat out, 3.2
-//     and 7.4 µs to clone and at most 59 µs and 0.23 ms per hold after;
-//     the build 2.5 and 272 ms with the mutex free.
-//   - W1 at 50 % fill keeps 160-200 free extents: no compaction at the
-//     default (871 against 972 ns per pair with it off, noise); forced
-//     after every half turnover of them (CompactExtents 64) a pair costs
-//     2.0-2.2x the CPU.
+// `go test ./alloc -run '^$' -bench .` runs the workloads W1-W5 of
+// docs/ALLOCATOR.md (bench_test.go, harness_test.go) on this allocator and
+// three baselines behind one interface (policy_*_test.go): best fit by
+// size, unbounded nearest fit, and a Ceph-Avl-like capped first fit.
+// docs/PERFORMANCE.md, "Allocator", has the figures with their commands,
+// dates and commits, and which aims of docs/ALLOCATOR.md they meet.
 package alloc

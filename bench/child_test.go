@@ -21,9 +21,19 @@ func TestChildThatNeverMounts(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
 	t0 := time.Now()
 	pidFile := mnt + ".pid"
+	// Cancel once the server runs (has written its pid), however long a
+	// loaded machine takes to start it.
+	go func() {
+		defer cancel()
+		for time.Since(t0) < childTimeout {
+			if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	_, err = startChild(ctx, "sleeper", mnt, "", "sh", "-c", "echo $$ > "+pidFile+"; exec sleep 600")
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled mount: %v; want context.Canceled", err)

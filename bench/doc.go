@@ -142,5 +142,5 @@
 // files in the scratch directory with their blocks allocated up front,
 // removed as each run ends) and
 // take about eight minutes on the shared 2-core machine. The latest
-// figures are in docs/PERFORMANCE.md under "bench".
+// figures are in docs/PERFORMANCE.md under "The mounted filesystem".
 package bench

@@ -289,7 +289,7 @@ func readFull(fd int, b []byte) (int, error) {
 func again(call func() (int, error)) (int, error) {
 	for {
 		n, err := call()
-		if err != syscall.EINTR {
+		if !errors.Is(err, syscall.EINTR) {
 			return n, err
 		}
 	}

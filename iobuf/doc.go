@@ -68,11 +68,11 @@
 //
 // Steady-state Get+Put allocates nothing (asserted with AllocsPerRun, except
 // for sync.Pool classes under -race, which drops puts on purpose). Its cost
-// is mostly the two accounting adds (one atomic add each, about 9 ns on the
-// shared VM) around sync.Pool's per-processor slot, or for slab classes two
-// more atomic operations on a slot. CPU time per Get+Put on 2026-11-30
-// (BenchmarkGetPut, load 7–11, medians of 10): 4 KiB 37.6 ns, 64 KiB 35.9,
-// 128 KiB 35.4, 256 KiB 52.6, 1 MiB 50.6; the same in parallel. Wall-clock
-// figures, the churn benchmark and the commands are in docs/PERFORMANCE.md,
-// section "accounting and iobuf".
+// is mostly the two accounting adds (one atomic add each) around
+// sync.Pool's per-processor slot, or for slab classes two more atomic
+// operations on a slot: tens of nanoseconds, the same from one goroutine or
+// many, where a fresh 64 KiB buffer from the heap costs its zeroing and a
+// share of the garbage collector's work. docs/PERFORMANCE.md, "Accounting
+// and iobuf", has the figures (BenchmarkGetPut, BenchmarkChurn) with their
+// commands.
 package iobuf

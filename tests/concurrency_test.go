@@ -20,6 +20,7 @@ import (
 // name. Afterwards every file is intact, and the harness's Check runs at
 // unmount.
 func TestConcurrency(t *testing.T) {
+	t.Parallel()
 	m := newMount(t)
 	dirs := []string{m.path("d0"), m.path("d1")}
 	for _, d := range dirs {

@@ -19,6 +19,14 @@
 // a clean unmount left a consistent, complete image. Errors the adapter
 // logs fail the test. A failing test keeps its image and says where.
 //
+// The long tests (fsx, posixtest, large directories and files, a full
+// device, concurrency, privilege clearing, remount) call t.Parallel: each
+// has its own image, mount and accounting registry, so they share nothing
+// but the machine, and two of them at a time keep both CPUs busy while one
+// waits for the kernel or the disk. What they do share is the fuse
+// module's enable_uring: enableRings counts the tests that need it on, and
+// a test that turns it off (disableRings) must not run in parallel.
+//
 // # What is where
 //
 //   - harness_test.go: newMount and its cleanup, TestMain's check that no

@@ -15,6 +15,7 @@ import (
 // next write gets ENOSPC; a delete gives the space back to writes; and
 // after a remount the file and its content are still there.
 func TestFullDevice(t *testing.T) {
+	t.Parallel()
 	m := newMount(t, func(c *config) {
 		c.imageSize = 64 << 20
 		// No periodic commit, so nothing changes the free space between
@@ -74,6 +75,7 @@ func TestFullDevice(t *testing.T) {
 // with ENOSPC and takes nothing: the file stays empty, and the space is
 // still there for writes.
 func TestFallocateTooBig(t *testing.T) {
+	t.Parallel()
 	m := newMount(t, func(c *config) { c.imageSize = 64 << 20 })
 	f, err := os.OpenFile(m.path("f"), os.O_RDWR|os.O_CREATE, 0o644)
 	must(t, err)

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -279,7 +280,7 @@ func TestFileIO(t *testing.T) {
 	if n, err := f.ReadAt(got, 998); err != nil || n != 10 || !bytes.Equal(got, data[998:1008]) {
 		t.Errorf("pread: %q %v", got[:n], err)
 	}
-	if n, err := f.ReadAt(got, int64(len(data))-4); n != 4 || err != io.EOF {
+	if n, err := f.ReadAt(got, int64(len(data))-4); n != 4 || !errors.Is(err, io.EOF) {
 		t.Errorf("pread across EOF: %d %v", n, err)
 	}
 	must(t, f.Close())
@@ -409,7 +410,7 @@ func TestPunchHoleZeroRange(t *testing.T) {
 	// request.
 	served := m.requests("FALLOCATE")
 	switch err := unix.Fallocate(fd, unix.FALLOC_FL_ZERO_RANGE, 600000, 5000); {
-	case err == syscall.EOPNOTSUPP && m.requests("FALLOCATE") == served:
+	case errors.Is(err, syscall.EOPNOTSUPP) && m.requests("FALLOCATE") == served:
 		t.Log("this kernel does not pass FALLOC_FL_ZERO_RANGE to FUSE servers: not checked through the mount")
 	case err != nil:
 		t.Fatalf("ZERO_RANGE: %v", err)

@@ -20,7 +20,7 @@ import (
 
 // node is what a test remembers of one path to compare after a remount.
 type node struct {
-	Mode, Nlink, Uid, Gid uint32
+	Mode, Nlink, UID, GID uint32
 	Size                  int64
 	Mtime                 int64
 	Rdev                  uint64
@@ -41,7 +41,7 @@ func snapshot(t testing.TB, root string) map[string]node {
 		if err := syscall.Lstat(p, &st); err != nil {
 			return err
 		}
-		n := node{Mode: st.Mode, Nlink: uint32(st.Nlink), Uid: st.Uid, Gid: st.Gid, Size: st.Size,
+		n := node{Mode: st.Mode, Nlink: uint32(st.Nlink), UID: st.Uid, GID: st.Gid, Size: st.Size,
 			Mtime: st.Mtim.Nano(), Rdev: st.Rdev}
 		switch st.Mode & syscall.S_IFMT {
 		case syscall.S_IFREG:
@@ -133,6 +133,7 @@ func populate(t testing.TB, root string) {
 // TestRemount writes a tree, unmounts, mounts the image again and finds
 // everything as it was.
 func TestRemount(t *testing.T) {
+	t.Parallel()
 	for _, noOpen := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "no-open"}[noOpen], func(t *testing.T) {
 			remountTree(t, newMount(t, func(c *config) { c.mount.NoOpen = noOpen }))

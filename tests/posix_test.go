@@ -20,6 +20,7 @@ var posixSkips = map[string]string{
 // TestPosix runs go-fuse's conformance suite, each test on a fresh mount,
 // in the default mode, in no-open mode and served through io_uring.
 func TestPosix(t *testing.T) {
+	t.Parallel()
 	modes := []struct {
 		name      string
 		configure func(*config)

@@ -13,7 +13,7 @@ import (
 	sfuse "github.com/smallfs/smallfs/fs/fuse"
 )
 
-// Kernel round trips per operation (issue 7: a stat or re-read of a file
+// Kernel round trips per operation (the aim: a stat or re-read of a file
 // the kernel knows costs none; a small-file create as few as the protocol
 // allows). The counts are exact and deterministic for one thread; each
 // case below lists every request it costs and why it cannot be removed,

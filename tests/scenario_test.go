@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,7 @@ import (
 // buffers of MaxWrite bytes dominate the run (the race detector makes
 // sync.Pool drop buffers at random, and each is reallocated and cleared).
 func TestLargeDirectory(t *testing.T) {
+	t.Parallel()
 	m := newMount(t, func(c *config) { c.mount.MaxWrite = 128 << 10 })
 	const n = 100_000
 	dir := m.path("big")
@@ -254,6 +256,7 @@ func TestSparseFile(t *testing.T) {
 
 // TestLargeFile writes 64 MiB in 1 MiB writes and reads it back.
 func TestLargeFile(t *testing.T) {
+	t.Parallel()
 	m := newMount(t)
 	const chunk, chunks = 1 << 20, 64
 	f, err := os.Create(m.path("large"))
@@ -281,7 +284,7 @@ func TestLargeFile(t *testing.T) {
 			t.Fatalf("chunk %d differs", i)
 		}
 	}
-	if n, err := f.Read(buf); n != 0 || err != io.EOF {
+	if n, err := f.Read(buf); n != 0 || !errors.Is(err, io.EOF) {
 		t.Errorf("read at EOF: %d %v", n, err)
 	}
 }

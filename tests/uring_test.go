@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -17,25 +18,64 @@ import (
 	"github.com/smallfs/smallfs/fs/volume"
 )
 
-// enableRings turns the fuse module's enable_uring on for the test and
-// back to what it was after; it skips the test on a kernel without FUSE
-// over io_uring (before Linux 6.14, or built without it).
-func enableRings(t *testing.T) { setRings(t, "Y") }
+// ringsParam is the fuse module's enable_uring, which the whole machine
+// shares.
+const ringsParam = "/sys/module/fuse/parameters/enable_uring"
 
-// setRings sets enable_uring to v for the test (see enableRings).
-func setRings(t *testing.T, v string) {
+// ringsUsers counts the tests that need enable_uring on: the first turns
+// it on, the last puts back what it was, so tests that run in parallel do
+// not turn it off under each other.
+var ringsUsers struct {
+	sync.Mutex
+	n   int
+	old string
+}
+
+// enableRings turns the fuse module's enable_uring on for the test and,
+// once no test needs it any more, back to what it was; it skips the test
+// on a kernel without FUSE over io_uring (before Linux 6.14, or built
+// without it).
+func enableRings(t *testing.T) {
 	t.Helper()
-	const param = "/sys/module/fuse/parameters/enable_uring"
-	old, err := os.ReadFile(param)
+	ringsUsers.Lock()
+	defer ringsUsers.Unlock()
+	if ringsUsers.n == 0 {
+		old, err := os.ReadFile(ringsParam)
+		if err != nil {
+			t.Skipf("no FUSE over io_uring in this kernel: %v", err)
+		}
+		if err := os.WriteFile(ringsParam, []byte("Y"), 0); err != nil {
+			t.Fatalf("set %s to Y: %v", ringsParam, err)
+		}
+		ringsUsers.old = strings.TrimSpace(string(old))
+	}
+	ringsUsers.n++
+	t.Cleanup(func() {
+		ringsUsers.Lock()
+		defer ringsUsers.Unlock()
+		if ringsUsers.n--; ringsUsers.n == 0 {
+			if err := os.WriteFile(ringsParam, []byte(ringsUsers.old), 0); err != nil {
+				t.Errorf("restore %s: %v", ringsParam, err)
+			}
+		}
+	})
+}
+
+// disableRings turns enable_uring off for the test and back to what it
+// was after. A test that calls it must not run in parallel (t.Parallel):
+// the tests that need the rings would find them off.
+func disableRings(t *testing.T) {
+	t.Helper()
+	old, err := os.ReadFile(ringsParam)
 	if err != nil {
 		t.Skipf("no FUSE over io_uring in this kernel: %v", err)
 	}
-	if err := os.WriteFile(param, []byte(v), 0); err != nil {
-		t.Fatalf("set %s to %s: %v", param, v, err)
+	if err := os.WriteFile(ringsParam, []byte("N"), 0); err != nil {
+		t.Fatalf("set %s to N: %v", ringsParam, err)
 	}
 	t.Cleanup(func() {
-		if err := os.WriteFile(param, []byte(strings.TrimSpace(string(old))), 0); err != nil {
-			t.Errorf("restore %s: %v", param, err)
+		if err := os.WriteFile(ringsParam, []byte(strings.TrimSpace(string(old))), 0); err != nil {
+			t.Errorf("restore %s: %v", ringsParam, err)
 		}
 	})
 }
@@ -59,6 +99,9 @@ func TestRings(t *testing.T) {
 	if after.Async == 0 {
 		t.Errorf("no request was answered off a queue's goroutine; the scenario's fsync should be")
 	}
+	if why := m.srv.TransportWhy(); !strings.Contains(why, "io_uring") {
+		t.Errorf("TransportWhy on rings = %q, want it to name io_uring", why)
+	}
 	m.remount()
 	if _, ok := m.srv.Rings(); !ok {
 		t.Fatal("the remount did not start its rings")
@@ -70,7 +113,7 @@ func TestRings(t *testing.T) {
 // to mount with an error that says how to turn it on, and leaves nothing
 // mounted; auto mounts on /dev/fuse.
 func TestRingsUnavailable(t *testing.T) {
-	setRings(t, "N")
+	disableRings(t)
 	dir := t.TempDir()
 	img, mnt := filepath.Join(dir, "image"), filepath.Join(dir, "mnt")
 	makeImage(t, img, defaultImageSize)
@@ -95,6 +138,13 @@ func TestRingsUnavailable(t *testing.T) {
 	m := newMount(t, func(c *config) { c.mount.Uring = sfuse.UringAuto })
 	if _, ok := m.srv.Rings(); ok {
 		t.Error("uring=auto started rings with enable_uring off")
+	}
+	if why := m.srv.TransportWhy(); !strings.Contains(why, "enable_uring is N") {
+		t.Errorf("TransportWhy with enable_uring off = %q, want it to say so", why)
+	}
+	off := newMount(t)
+	if why := off.srv.TransportWhy(); !strings.Contains(why, "uring=off") {
+		t.Errorf("TransportWhy with Uring off = %q, want it to name uring=off", why)
 	}
 	writeFile(t, m.path("f"), []byte("on /dev/fuse"))
 	wantContent(t, m.path("f"), []byte("on /dev/fuse"))

@@ -103,6 +103,7 @@ func (e *e2e) refused(code int, want []string, args ...string) {
 // dead mount and brings back what was committed. A live mount is never
 // taken for dead.
 func TestE2EDeadMountRemount(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	e.must("mkfs", "--size", "64M", e.path("other.img"))

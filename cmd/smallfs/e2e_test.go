@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +21,10 @@ import (
 
 // The end-to-end tests build the command and mount for real. They need
 // root, /dev/fuse and fuse3's helpers; elsewhere, and under -short, they
-// are skipped.
+// are skipped. Each has its own directory, and in it its own run directory
+// and log file, so they run in parallel (t.Parallel), most of their time
+// being spent waiting for daemons; those that attach loop devices do not,
+// so as not to race other attaches for a free one.
 
 // e2e is one test's world: the binary, a run directory, a scratch dir.
 type e2e struct {
@@ -29,7 +34,12 @@ type e2e struct {
 	env []string
 }
 
-var builtBinary string // built once per test binary run
+// builtBinary is built once per test binary run, by the first e2e test
+// (they run in parallel: buildMu makes the others wait for it).
+var (
+	buildMu     sync.Mutex
+	builtBinary string
+)
 
 // TestMain removes the binary the e2e tests built, which lives outside
 // any test's temporary directory so that it outlasts each test.
@@ -54,6 +64,37 @@ func newE2E(t testing.TB) *e2e {
 			t.Skipf("%s missing", need)
 		}
 	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	e := &e2e{t: t, bin: bin, dir: dir,
+		env: append(os.Environ(), control.EnvRunDir+"="+filepath.Join(dir, "run"),
+			EnvLogFile+"="+filepath.Join(dir, "smallfs.log"))}
+	// Registered first, so it runs after every unmount the test
+	// registers.
+	t.Cleanup(e.checkSystemLog)
+	return e
+}
+
+// systemLog is where a background daemon run by root logs by default.
+const systemLog = "/var/log/smallfs.log"
+
+// checkSystemLog fails the test if one of its daemons logged into the
+// system's log file: tests keep what they make in their own directory.
+func (e *e2e) checkSystemLog() {
+	b, err := os.ReadFile(systemLog)
+	if err != nil {
+		return
+	}
+	if bytes.Contains(b, []byte(e.dir)) {
+		e.t.Errorf("a daemon of this test logged into %s; tests log into their own directory", systemLog)
+	}
+}
+
+// buildBinary builds the command once for all tests and returns its path.
+func buildBinary(t testing.TB) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
 	if builtBinary == "" {
 		dir, err := os.MkdirTemp("", "smallfs-bin-")
 		if err != nil {
@@ -65,9 +106,7 @@ func newE2E(t testing.TB) *e2e {
 		}
 		builtBinary = bin
 	}
-	dir := t.TempDir()
-	return &e2e{t: t, bin: builtBinary, dir: dir,
-		env: append(os.Environ(), control.EnvRunDir+"="+filepath.Join(dir, "run"))}
+	return builtBinary
 }
 
 // run runs the command and returns its exit code and combined output,
@@ -179,6 +218,7 @@ func readFile(t *testing.T, path string) []byte {
 // TestE2EMountWriteRemount: mount in the background, write, umount, fsck
 // clean, remount, read back; stats shows the work.
 func TestE2EMountWriteRemount(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	e.must(img, mnt, "-o", "noatime,noexec,sync,log_file="+e.path("log"))
@@ -228,6 +268,30 @@ func TestE2EMountWriteRemount(t *testing.T) {
 		t.Errorf("stats --watch:\n%s", out)
 	}
 
+	// info on the mounted image names the mount and its daemon, and shows
+	// the daemon's figures, not the superblock's of mount time.
+	out := e.must("info", img)
+	for _, want := range []string{
+		"mounted     on $TMP/mnt by process " + strconv.Itoa(st.Pid),
+		"state       mounted: ", "(live, from the daemon)",
+		fmt.Sprintf("files       %d of %d used", st.Space.Files-st.Space.FilesFree, st.Space.Files),
+		"free space  ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("info while mounted lacks %q:\n%s", want, out)
+		}
+	}
+	var inf struct {
+		Mount *struct {
+			Mountpoint string
+			Pid        int
+		}
+		UsageLive bool `json:"usage_live"`
+	}
+	if err := json.Unmarshal([]byte(e.must("info", "--json", img)), &inf); err != nil || inf.Mount == nil || inf.Mount.Pid != st.Pid || !inf.UsageLive {
+		t.Errorf("info --json while mounted: %+v, %v", inf, err)
+	}
+
 	pid := st.Pid
 	if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("umount: %v\n%s", err, out)
@@ -262,6 +326,7 @@ func TestE2EMountWriteRemount(t *testing.T) {
 // TestE2EMountErrors: every way a mount fails gives one line and the
 // helper's exit code 32, and leaves nothing mounted.
 func TestE2EMountErrors(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	writeFile(t, e.path("file"), nil)
@@ -303,6 +368,7 @@ func TestE2EMountErrors(t *testing.T) {
 // aborts the connection, keeps what was written and ends at once; the
 // writer's later writes fail.
 func TestE2EForegroundSignals(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	for _, withOpenFile := range []bool{false, true} {
@@ -368,6 +434,7 @@ func waitReady(t *testing.T, e *e2e, mnt string) {
 // a fixed PATH, so the test works in a private mount namespace where its
 // binary is bind-mounted over /usr/local/bin.
 func TestE2EMountHelper(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	writeFile(t, e.path("fstab"), []byte(img+" "+mnt+" fuse.smallfs defaults,noauto,nofail,x-systemd.automount,comment=\"a,b\",log_file="+e.path("log")+" 0 0\n"))
@@ -452,6 +519,7 @@ func BenchmarkStats(b *testing.B) {
 // bits to smallfs unless -o default_permissions asks for the kernel's
 // checks, which the kernel then lists among the mount's options.
 func TestE2EDefaultPermissions(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	for _, c := range []struct {

@@ -187,9 +187,9 @@ func (s *fuseSession) Stats(st *control.Stats) {
 		st.Failed = err.Error()
 	}
 	st.Alloc = volumeAlloc(s.vol)
-	st.Transport = &control.Transport{Kind: control.TransportDevice}
+	st.Transport = &control.Transport{Kind: control.TransportDevice, Why: s.srv.TransportWhy()}
 	if c, ok := s.srv.Rings(); ok {
-		st.Transport = &control.Transport{Kind: control.TransportRings, Requests: c.Requests, Async: c.Async}
+		st.Transport = &control.Transport{Kind: control.TransportRings, Why: s.srv.TransportWhy(), Requests: c.Requests, Async: c.Async}
 	}
 	for _, l := range s.srv.Latencies() {
 		st.Latency = append(st.Latency, control.Latency{

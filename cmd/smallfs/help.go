@@ -109,7 +109,9 @@ Shows the superblock of the smallfs filesystem on DEVICE (version, UUID,
 block size, size, generation, clean or not), the log's state, space and
 files in use, and the fragmentation of free space (score from 0, one free
 extent, to 1, every free extent one block; and a histogram of free
-extent sizes). On a mounted device only the superblock can be read.
+extent sizes). On a mounted device it names the mount point and the
+daemon's process, shows the superblock as last written, and asks the
+daemon for its live space, files and free space.
 
 Flags:
   --json   print the same as JSON
@@ -229,9 +231,9 @@ before a snapshot or a power-off without unmount.
 smallfs options:
 ` + specOptionsHelp() + `
 Times are seconds (2.5) or durations (500ms, 1h). A background daemon logs
-to /var/log/smallfs.log (root) or ~/.local/state/smallfs/smallfs.log
-unless log_file says otherwise; where that cannot be made, to
-$TMPDIR/smallfs-UID/smallfs.log.
+to $SMALLFS_LOG_FILE, else /var/log/smallfs.log (root) or
+~/.local/state/smallfs/smallfs.log, unless log_file says otherwise; where
+that cannot be made, to $TMPDIR/smallfs-UID/smallfs.log.
 
 Exit status: smallfs mount: 0 mounted, 1 failed, 2 usage error (a bad
 option included). The helper form follows mount(8): 0 mounted, 32 mount

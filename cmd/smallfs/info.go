@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
 	"github.com/smallfs/smallfs/fs/device"
@@ -24,22 +25,26 @@ func infoFlags() (*flag.FlagSet, *infoOpts) {
 
 // deviceInfo is what info reports; the JSON form uses the same names.
 type deviceInfo struct {
-	Device     string `json:"device"`
-	Mounted    bool   `json:"mounted"` // locked by a daemon: only the superblock was read
-	Version    uint32 `json:"format_version"`
-	Features   uint64 `json:"features"`
-	UUID       string `json:"uuid"`
-	BlockSize  uint32 `json:"block_size"`
-	Blocks     uint64 `json:"blocks"`
-	Generation uint64 `json:"generation"`
-	Slot       string `json:"slot"`
-	Clean      bool   `json:"clean"`
-	Checkpoint uint64 `json:"checkpoint_block"` // 0: none yet
-	LogStart   uint64 `json:"log_start"`
-	LogBlocks  uint64 `json:"log_blocks"`
-	LogHead    uint64 `json:"log_head"`
-	LogSeq     uint64 `json:"log_seq"`
-	NextIno    uint64 `json:"next_inode"`
+	Device  string `json:"device"`
+	Mounted bool   `json:"mounted"` // locked by a daemon: only the superblock was read
+	// Mount is the smallfs mount of the device and its daemon, when it is
+	// mounted; Usage then holds the daemon's live figures (UsageLive).
+	Mount      *mountInfo `json:"mount,omitempty"`
+	UsageLive  bool       `json:"usage_live,omitempty"`
+	Version    uint32     `json:"format_version"`
+	Features   uint64     `json:"features"`
+	UUID       string     `json:"uuid"`
+	BlockSize  uint32     `json:"block_size"`
+	Blocks     uint64     `json:"blocks"`
+	Generation uint64     `json:"generation"`
+	Slot       string     `json:"slot"`
+	Clean      bool       `json:"clean"`
+	Checkpoint uint64     `json:"checkpoint_block"` // 0: none yet
+	LogStart   uint64     `json:"log_start"`
+	LogBlocks  uint64     `json:"log_blocks"`
+	LogHead    uint64     `json:"log_head"`
+	LogSeq     uint64     `json:"log_seq"`
+	NextIno    uint64     `json:"next_inode"`
 	// Older is the other slot's checkpoint, which stands in should the
 	// newest be damaged; nil when the other slot names the same one or
 	// holds no valid superblock (OlderNone says which).
@@ -73,7 +78,8 @@ type usageInfo struct {
 	Free       *control.Alloc `json:"free_space,omitempty"`
 }
 
-// info shows a device's superblock and, when it is not mounted, its usage.
+// info shows a device's superblock and its usage: read from the device
+// when it is not mounted, asked of the daemon when it is.
 func (a *app) info(args []string) int {
 	flags, o := infoFlags()
 	pos, code, done := a.parseCommand(flags, infoHelp, args, []string{"DEVICE"}, exitUsage)
@@ -122,7 +128,11 @@ func readInfo(path string) (*deviceInfo, error) {
 		NextIno: sb.NextIno,
 	}
 	inf.Older, inf.OlderNone = olderCheckpoint(dev, sb, other)
-	if !mounted {
+	var live *usageInfo
+	inf.Mount, live = mountedInfo(path)
+	if mounted {
+		inf.Usage, inf.UsageLive = live, live != nil
+	} else {
 		if inf.Usage, inf.Damaged, inf.DamageLoses, err = volumeUsage(path, dev); err != nil {
 			return nil, err
 		}
@@ -168,6 +178,13 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("device\t%s\n", inf.Device)
+	if m := inf.Mount; m != nil {
+		if m.Unanswered != "" {
+			p("mounted\ton %s, but its daemon does not answer: %s\n", m.Mountpoint, m.Unanswered)
+		} else {
+			p("mounted\ton %s by process %d (smallfs %s, up %s)\n", m.Mountpoint, m.Pid, m.Version, m.Taken.Sub(m.Started).Round(time.Second))
+		}
+	}
 	p("format\tsmallfs version %d, features %#x%s\n", inf.Version, inf.Features, featureNames(inf.Features))
 	p("uuid\t%s\n", inf.UUID)
 	p("block size\t%d\n", inf.BlockSize)
@@ -177,7 +194,10 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 	if !inf.Clean {
 		state = "not clean: the log is replayed at the next mount or fsck"
 	}
-	if inf.Mounted {
+	switch {
+	case inf.Mounted && inf.Mount != nil:
+		state = "mounted: checkpoint, log and next inode as last written; the daemon marks the device clean at unmount"
+	case inf.Mounted:
 		state += " (device in use, likely mounted: superblock as last written)"
 	}
 	p("state\t%s\n", state)
@@ -206,10 +226,18 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 	}
 	p("log\tblocks %d-%d (%d blocks), replay from log block %d, sequence %d\n",
 		inf.LogStart, inf.LogStart+inf.LogBlocks-1, inf.LogBlocks, inf.LogHead, inf.LogSeq)
-	p("next inode\t%d\n", inf.NextIno)
+	if inf.Mounted {
+		p("next inode\t%d (as last written)\n", inf.NextIno)
+	} else {
+		p("next inode\t%d\n", inf.NextIno)
+	}
 	if u := inf.Usage; u != nil {
 		used := inf.Blocks - u.BlocksFree
-		p("space\t%d of %d blocks used (%s), %d free\n", used, inf.Blocks, human(used*uint64(inf.BlockSize)), u.BlocksFree)
+		live := ""
+		if inf.UsageLive {
+			live = " (live, from the daemon)"
+		}
+		p("space\t%d of %d blocks used (%s), %d free%s\n", used, inf.Blocks, human(used*uint64(inf.BlockSize)), u.BlocksFree, live)
 		p("files\t%d of %d used\n", u.Files-u.FilesFree, u.Files)
 		if f := u.Free; f != nil {
 			// Labels no wider than the others keep the columns where

@@ -17,9 +17,17 @@ import (
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
 )
 
+// EnvLogFile names the log file of a background daemon given no
+// log_file= (tests give each daemon one in its own directory).
+const EnvLogFile = "SMALLFS_LOG_FILE"
+
 // defaultLogFile is where a background daemon logs without log_file=:
-// the system log directory for root, the user's state directory otherwise.
+// $SMALLFS_LOG_FILE, else the system log directory for root, the user's
+// state directory otherwise.
 func defaultLogFile() string {
+	if f := os.Getenv(EnvLogFile); f != "" {
+		return f
+	}
 	if os.Geteuid() == 0 {
 		return "/var/log/smallfs.log"
 	}

@@ -98,3 +98,21 @@ func TestLogFallbackRefusesSharedDir(t *testing.T) {
 		t.Error("a log file was made in a refused directory")
 	}
 }
+
+// TestLogFileFromEnvironment: $SMALLFS_LOG_FILE is the default log file,
+// for root as for anyone, so a daemon started by a test logs beside it.
+func TestLogFileFromEnvironment(t *testing.T) {
+	want := filepath.Join(t.TempDir(), "smallfs.log")
+	t.Setenv(EnvLogFile, want)
+	m, err := openLog(mountopt.Defaults(), false, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	if m.dest != want {
+		t.Errorf("logged to %s, want %s", m.dest, want)
+	}
+	if _, err := os.Stat(want); err != nil {
+		t.Error(err)
+	}
+}

@@ -45,7 +45,7 @@ var commands = []command{
 	{"stats", "show the live figures of a mounted filesystem", (*app).stats},
 	{"sync", "commit everything a mounted filesystem holds (sync(1) does not)", (*app).syncMount},
 	{"scrub", "read and check every block of file data of a mounted filesystem", (*app).scrub},
-	{"bench", "run the smallfile-style benchmark (package bench, issue 7)", (*app).bench},
+	{"bench", "run the smallfile-style benchmark (package bench)", (*app).bench},
 }
 
 // run dispatches argv: a subcommand, or the mount helper form

@@ -10,6 +10,7 @@ import (
 // TestE2EMkfsRootOwner: the root directory belongs to whoever runs mkfs
 // (root here), or to --root-owner.
 func TestE2EMkfsRootOwner(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	mnt := e.path("mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {

@@ -34,6 +34,7 @@ func (e *e2e) umount(mnt string) {
 // as it was, also when the log needs a replay (the unclean fixture), and
 // fsck runs beside it while a read-write mount is refused.
 func TestE2EReadOnlyWritesNothing(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img := fixture(t, e.dir, "unclean")
 	mnt := e.path("mnt")
@@ -97,6 +98,7 @@ func TestE2EReadOnlyWritesNothing(t *testing.T) {
 // unchanged; a read-write mount, mkfs and fsck --repair are refused with
 // the reason.
 func TestE2EReadOnlyImage(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	e.must(img, mnt, "-o", "log_file="+e.path("log"))

@@ -29,6 +29,7 @@ func mountOptions(t *testing.T, mnt string) string {
 // lost nothing: the remount committed. A daemon that opened its device
 // read-only refuses remount,rw.
 func TestE2ERemount(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	e.must(img, mnt, "-o", "commit_interval=1h,noexec,log_file="+e.path("log"))
@@ -122,6 +123,7 @@ func TestE2ERemount(t *testing.T) {
 // max_read=, ...), and work. As TestE2EMountHelper, it runs in a private
 // mount namespace with the binary bind-mounted over /usr/local/bin.
 func TestE2ERemountHelper(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	img, mnt := e.image()
 	script := `

@@ -30,7 +30,7 @@ type session interface {
 	// Close runs after Done: it flushes, writes a checkpoint, marks the
 	// device clean and closes it.
 	Close() error
-	// Stats fills the sections of st this session knows.
+	// Stats fills the sections of st that the session knows.
 	Stats(st *control.Stats)
 	// Scrub reads and checks every block of file data (volume.Scrub).
 	Scrub(ctx context.Context, o volume.ScrubOptions) (volume.ScrubReport, error)

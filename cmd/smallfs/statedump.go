@@ -34,8 +34,9 @@ func (m *mounted) snapshot() control.Stats {
 	return st
 }
 
-// opsFrom reads the FUSE adapter's per-opcode counters ("op-NAME" and
-// "err-NAME" in its accounting layer); opcodes never seen are left out.
+// opsFrom reads the FUSE adapter's per-opcode counters ("op-NAME",
+// "err-NAME" and "absent-NAME" in its accounting layer); opcodes never
+// seen are left out.
 func opsFrom(s accounting.Snapshot) []control.Op {
 	l, ok := s.Layer(fuse.Layer)
 	if !ok {
@@ -50,6 +51,9 @@ func opsFrom(s accounting.Snapshot) []control.Op {
 		op := control.Op{Name: name, Count: c.Value}
 		if e, ok := l.Counter("err-" + name); ok {
 			op.Errors = e.Value
+		}
+		if a, ok := l.Counter("absent-" + name); ok {
+			op.Absent = a.Value
 		}
 		ops = append(ops, op)
 	}

@@ -19,6 +19,7 @@ const EnvUserTest = "SMALLFS_TEST_USER"
 // through fusermount3. Where /dev/fuse is closed to users (0600), the
 // mount fails saying so. Opt-in: SMALLFS_TEST_USER=nobody.
 func TestE2EUserMount(t *testing.T) {
+	t.Parallel()
 	name := os.Getenv(EnvUserTest)
 	if name == "" {
 		t.Skip("runs as another user: set " + EnvUserTest + "=nobody (and chmod 0666 /dev/fuse) to run it")

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/sirupsen/logrus"
@@ -12,19 +11,16 @@ import (
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/journal"
 	"github.com/smallfs/smallfs/fs/volume"
+	"github.com/smallfs/smallfs/internal/nolog"
 )
 
 // quiet is the logger of offline tools: the volume's lifecycle lines would
 // only clutter a report.
-func quiet() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
+func quiet() logrus.FieldLogger { return nolog.New() }
 
 // makeFilesystem writes an empty filesystem on dev as o says.
 func makeFilesystem(dev device.Device, o *mkfsOpts) error {
-	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: uint32(o.blockSize), Force: o.force, RootUid: o.owner.uid, RootGid: o.owner.gid,
+	err := volume.Mkfs(dev, volume.MkfsOptions{BlockSize: uint32(o.blockSize), Force: o.force, RootUID: o.owner.uid, RootGID: o.owner.gid,
 		NoBlockSums: o.noChecksums})
 	if err != nil {
 		return explain(err, "%s", strings.TrimPrefix(err.Error(), "mkfs: "))

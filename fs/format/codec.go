@@ -93,8 +93,8 @@ func AppendInode(dst []byte, r *InodeRec) []byte {
 	dst = binary.AppendUvarint(dst, r.Gen)
 	dst = binary.AppendUvarint(dst, uint64(r.Mode))
 	dst = binary.AppendUvarint(dst, uint64(r.Nlink))
-	dst = binary.AppendUvarint(dst, uint64(r.Uid))
-	dst = binary.AppendUvarint(dst, uint64(r.Gid))
+	dst = binary.AppendUvarint(dst, uint64(r.UID))
+	dst = binary.AppendUvarint(dst, uint64(r.GID))
 	dst = binary.AppendUvarint(dst, uint64(r.Rdev))
 	dst = binary.AppendUvarint(dst, uint64(r.Flags))
 	dst = binary.AppendUvarint(dst, r.Size)
@@ -288,7 +288,7 @@ func decodeBody(typ RecType, d *decoder) Record {
 
 func decodeInode(d *decoder, r *InodeRec) {
 	r.Ino, r.Gen = d.uvarint("ino"), d.uvarint("gen")
-	for _, f := range [...]*uint32{&r.Mode, &r.Nlink, &r.Uid, &r.Gid, &r.Rdev, &r.Flags} {
+	for _, f := range [...]*uint32{&r.Mode, &r.Nlink, &r.UID, &r.GID, &r.Rdev, &r.Flags} {
 		*f = d.u32("attribute")
 	}
 	r.Size = d.uvarint("size")

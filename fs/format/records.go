@@ -34,8 +34,8 @@ type InodeRec struct {
 	Gen   uint64
 	Mode  uint32 // file type bits and permission bits, as in stat(2)
 	Nlink uint32
-	Uid   uint32
-	Gid   uint32
+	UID   uint32
+	GID   uint32
 	Rdev  uint32
 	Flags uint32
 	Size  uint64

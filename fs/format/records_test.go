@@ -13,7 +13,7 @@ import (
 // sampleRecords has one record of every type, with edge values.
 func sampleRecords() []Record {
 	return []Record{
-		InodeRec{Ino: 1, Gen: 7, Mode: 0o40755, Nlink: 2, Uid: 1000, Gid: math.MaxUint32, Rdev: 0, Flags: 3, Size: 4096,
+		InodeRec{Ino: 1, Gen: 7, Mode: 0o40755, Nlink: 2, UID: 1000, GID: math.MaxUint32, Rdev: 0, Flags: 3, Size: 4096,
 			Atime: 1_700_000_000_123_456_789, Mtime: -5, Ctime: math.MaxInt64},
 		InodeFreeRec{Ino: math.MaxUint64},
 		DirentRec{Parent: 1, Ino: 2, Cookie: 3, Name: strings.Repeat("n", MaxNameLen)},
@@ -49,8 +49,8 @@ func randomRecord(rng *rand.Rand) Record {
 		}
 		return BlockSumsRec{Block: 1 + rng.Uint64N(1<<40), Sums: sums}
 	case 0:
-		return InodeRec{Ino: ino(), Gen: rng.Uint64(), Mode: rng.Uint32(), Nlink: rng.Uint32(), Uid: rng.Uint32(),
-			Gid: rng.Uint32(), Rdev: rng.Uint32(), Flags: rng.Uint32(), Size: rng.Uint64(),
+		return InodeRec{Ino: ino(), Gen: rng.Uint64(), Mode: rng.Uint32(), Nlink: rng.Uint32(), UID: rng.Uint32(),
+			GID: rng.Uint32(), Rdev: rng.Uint32(), Flags: rng.Uint32(), Size: rng.Uint64(),
 			Atime: int64(rng.Uint64()), Mtime: int64(rng.Uint64()), Ctime: int64(rng.Uint64())}
 	case 1:
 		return InodeFreeRec{Ino: ino()}
@@ -230,7 +230,7 @@ func TestDecodeRejects(t *testing.T) {
 
 func TestInodeRecordIsCompact(t *testing.T) {
 	now := int64(1_700_000_000_000_000_000)
-	r := InodeRec{Ino: 123456, Gen: 1, Mode: 0o100644, Nlink: 1, Uid: 1000, Gid: 1000, Size: 4096, Atime: now, Mtime: now, Ctime: now}
+	r := InodeRec{Ino: 123456, Gen: 1, Mode: 0o100644, Nlink: 1, UID: 1000, GID: 1000, Size: 4096, Atime: now, Mtime: now, Ctime: now}
 	if n := len(AppendRecord(nil, r)); n > 32 {
 		t.Errorf("typical inode record takes %d bytes, want <= 32", n)
 	}

@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"errors"
 	"sync"
 	"syscall"
 
@@ -54,7 +55,7 @@ func (r *devRead) Bytes(buf []byte) ([]byte, fuse.Status) {
 	for n := 0; n < len(buf); {
 		k, err := syscall.Pread(int(r.fd), buf[n:], off+int64(n))
 		switch {
-		case err == syscall.EINTR:
+		case errors.Is(err, syscall.EINTR):
 			continue
 		case err != nil:
 			return nil, r.fs.status(opRead, r.ino, err)

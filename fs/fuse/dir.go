@@ -37,7 +37,7 @@ func (fs *fileSystem) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.Open
 func (fs *fileSystem) ReleaseDir(in *fuse.ReleaseIn) {
 	start := fs.begin(opReleaseDir)
 	fs.dirs.remove(in.Fh)
-	fs.stats.end(opReleaseDir, start, false)
+	fs.stats.end(opReleaseDir, start, served)
 }
 
 // listingEnd returns the bound of the listing READDIR in continues,

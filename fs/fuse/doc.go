@@ -271,7 +271,11 @@
 //
 // Layer "fuse" of the accounting registry (Options.Accounting, default
 // accounting.Default): counters "op-NAME" for requests, "err-NAME" for
-// requests answered with an errno and "ns-NAME" for the nanoseconds spent
+// requests that failed, "absent-NAME" for those answered that what they
+// asked for is not there (a LOOKUP of a missing name, a GETXATTR of an
+// attribute the inode lacks or a label the mount does not support: the
+// kernel asks security.capability before the first write to each file;
+// these are answers, not errors) and "ns-NAME" for the nanoseconds spent
 // serving them, by the kernel's opcode name (op-LOOKUP, err-RENAME,
 // ns-WRITE, ...), and the record "request" whose live count is the requests
 // in flight. Server.Latencies adds a log2 histogram per opcode (OpLatency:
@@ -280,8 +284,9 @@
 // start of its method to the reply handed to go-fuse, volume work included,
 // the kernel's queueing and go-fuse's decoding and reply write not. The
 // counters are resolved once at mount; a request costs two clock reads and
-// five atomic additions, six when it fails (about 150 ns,
-// BenchmarkRequestAccounting) and no allocation.
+// five atomic additions, six when it fails or finds nothing, and no
+// allocation: a small fraction of a kernel round trip
+// (BenchmarkRequestAccounting).
 //
 // # Costs
 //
@@ -297,22 +302,9 @@
 //
 // # Figures
 //
-// Measured on the shared 2-core VM on 2026-11-30 (docs/PERFORMANCE.md has
-// the commands and the rest):
-//
-//   - Daemon memory after 10^6 empty files and ls -lR: 189 B of live heap
-//     per file, 205 B resident after a collection, 400 B peak resident
-//     (target: 500 B).
-//   - 10^5-entry directory, cold: ls 84 ms with READDIRPLUS_AUTO, 109 ms
-//     with plain READDIR, 385 ms with READDIRPLUS always; ls -l 9.5 s,
-//     12.1 s and 9.2 s while labels were answered "absent" (2 GETXATTRs
-//     per entry); see docs/FUSE.md for the figures since.
-//   - Requests per 4 KiB file in smallfs bench (2 threads, each step
-//     after the one before): create 6, read 2, append 3, stat 1,
-//     stat-again 0, chmod 1, rename 4, delete 2 (before session 2: create
-//     7, read 4, append 5). With NoOpen: create 5, read 0, append 1.
-//     TestRoundTrips asserts the one-thread counts of each mode. NoOpen
-//     is not the default: it wins where it removes requests (cached
-//     reads 2.3-4.2x, appends) and is even over the whole sequence at
-//     64 KiB, at more memory (docs/FUSE.md, "No-open mode").
+// docs/PERFORMANCE.md ("The mounted filesystem", "The FUSE adapter") and
+// docs/FUSE.md hold the measurements behind these choices: the daemon's
+// memory per file, listings by READDIRPLUS policy, requests per operation
+// in each mode. TestRoundTrips (tests) asserts the requests per operation
+// of the default and the no-open mode.
 package fuse

@@ -34,7 +34,7 @@ func (fs *fileSystem) openFlags(flags uint32) uint32 {
 func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	start := fs.begin(opCreate)
 	if fs.opts.NoOpen {
-		fs.stats.end(opCreate, start, false)
+		fs.stats.end(opCreate, start, served)
 		return fuse.ENOSYS
 	}
 	ctx := caller(&in.InHeader)
@@ -65,7 +65,7 @@ func (fs *fileSystem) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, 
 func (fs *fileSystem) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	start := fs.begin(opOpen)
 	if fs.opts.NoOpen {
-		fs.stats.end(opOpen, start, false)
+		fs.stats.end(opOpen, start, served)
 		return fuse.ENOSYS
 	}
 	h, err := fs.vol.OpenFile(volume.Ino(in.NodeId), in.Flags)
@@ -151,7 +151,7 @@ func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 func (fs *fileSystem) Flush(_ <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 	start := fs.begin(opFlush)
 	if fs.opts.NoOpen {
-		fs.stats.end(opFlush, start, false)
+		fs.stats.end(opFlush, start, served)
 		return fuse.ENOSYS
 	}
 	h := fs.files.get(in.Fh)

@@ -104,12 +104,12 @@ func (fs *fileSystem) begin(op opcode) time.Time { return fs.stats.begin(op) }
 // done counts the end of a request begun at start and converts its error.
 func (fs *fileSystem) done(op opcode, start time.Time, ino uint64, err error) fuse.Status {
 	st := fs.status(op, ino, err)
-	fs.stats.end(op, start, st != fuse.OK)
+	fs.stats.end(op, start, outcomeOf(op, st))
 	return st
 }
 
 func caller(h *fuse.InHeader) volume.Context {
-	return volume.Context{Uid: h.Uid, Gid: h.Gid, Pid: h.Pid}
+	return volume.Context{UID: h.Uid, GID: h.Gid, Pid: h.Pid}
 }
 
 // setEntry fills an entry reply: node ID and generation from the volume,
@@ -138,8 +138,8 @@ func setAttr(out *fuse.Attr, a *volume.Attr) {
 	out.Ctime, out.Ctimensec = splitTime(a.Ctime)
 	out.Mode = a.Mode
 	out.Nlink = a.Nlink
-	out.Uid = a.Uid
-	out.Gid = a.Gid
+	out.Uid = a.UID
+	out.Gid = a.GID
 	out.Rdev = a.Rdev
 	out.Blksize = a.Blksize
 }

@@ -84,7 +84,7 @@ func BenchmarkRequestAccounting(b *testing.B) {
 	fs := newTestFS(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			fs.stats.end(opGetAttr, fs.stats.begin(opGetAttr), false)
+			fs.stats.end(opGetAttr, fs.stats.begin(opGetAttr), served)
 		}
 	})
 }

@@ -53,10 +53,10 @@ func (o *Options) checkMountFlags() error {
 		errs = append(errs, fmt.Errorf("MountFlags %#x are not generic mount flags: %w", bad, ErrInvalidOption))
 	}
 	if o.Suid && o.MountFlags&syscall.MS_NOSUID != 0 {
-		errs = append(errs, fmt.Errorf("Suid contradicts MountFlags MS_NOSUID: %w", ErrInvalidOption))
+		errs = append(errs, fmt.Errorf("option Suid contradicts MountFlags MS_NOSUID: %w", ErrInvalidOption))
 	}
 	if o.Dev && o.MountFlags&syscall.MS_NODEV != 0 {
-		errs = append(errs, fmt.Errorf("Dev contradicts MountFlags MS_NODEV: %w", ErrInvalidOption))
+		errs = append(errs, fmt.Errorf("option Dev contradicts MountFlags MS_NODEV: %w", ErrInvalidOption))
 	}
 	return errors.Join(errs...)
 }

@@ -16,7 +16,7 @@ func (fs *fileSystem) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, o
 		// A reply with node ID 0 is a negative entry the kernel caches for
 		// EntryValid; a plain ENOENT would be asked again next time.
 		*out = fuse.EntryOut{EntryValid: fs.negTO.sec, EntryValidNsec: fs.negTO.nsec}
-		fs.stats.end(opLookup, start, false)
+		fs.stats.end(opLookup, start, absent)
 		return fuse.OK
 	}
 	if err == nil {
@@ -36,7 +36,7 @@ func (fs *fileSystem) Forget(nodeid, nlookup uint64) {
 		}
 	}
 	fs.vol.Forget(volume.Ino(nodeid), nlookup)
-	fs.stats.end(opForget, start, false)
+	fs.stats.end(opForget, start, served)
 }
 
 func (fs *fileSystem) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
@@ -71,12 +71,12 @@ func setAttrIn(in *fuse.SetAttrIn) volume.SetAttrIn {
 		s.Mode = in.Mode & 07777
 	}
 	if v&fuse.FATTR_UID != 0 {
-		s.Valid |= volume.SetUid
-		s.Uid = in.Uid
+		s.Valid |= volume.SetUID
+		s.UID = in.Uid
 	}
 	if v&fuse.FATTR_GID != 0 {
-		s.Valid |= volume.SetGid
-		s.Gid = in.Gid
+		s.Valid |= volume.SetGID
+		s.GID = in.Gid
 	}
 	if v&fuse.FATTR_SIZE != 0 {
 		s.Valid |= volume.SetSize
@@ -118,9 +118,9 @@ func permitted(a *volume.Attr, uid, gid, mask uint32) bool {
 	}
 	perm := a.Mode & 7
 	switch {
-	case uid == a.Uid:
+	case uid == a.UID:
 		perm = a.Mode >> 6 & 7
-	case gid == a.Gid:
+	case gid == a.GID:
 		perm = a.Mode >> 3 & 7
 	}
 	return mask&^perm == 0

@@ -3,7 +3,6 @@ package fuse
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"syscall"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/smallfs/smallfs/accounting"
+	"github.com/smallfs/smallfs/internal/nolog"
 )
 
 // ReadDirPlus chooses how directory listings are answered; see
@@ -201,7 +201,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.AttrTimeout = timeoutDefault(o.AttrTimeout)
 	o.NegativeTimeout = timeoutDefault(o.NegativeTimeout)
 	if o.Uring > UringOn {
-		errs = append(errs, fmt.Errorf("Uring %d is not a mode: %w", o.Uring, ErrInvalidOption))
+		errs = append(errs, fmt.Errorf("option Uring %d is not a mode: %w", o.Uring, ErrInvalidOption))
 	}
 	if o.Permissions > PermissionsKernel {
 		errs = append(errs, fmt.Errorf("Permissions %d is not a policy: %w", o.Permissions, ErrInvalidOption))
@@ -233,9 +233,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Accounting = accounting.Default
 	}
 	if o.Logger == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		o.Logger = l
+		o.Logger = nolog.New()
 	}
 	return o, errors.Join(errs...)
 }

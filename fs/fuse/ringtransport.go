@@ -75,6 +75,11 @@ func dupDeviceFd(srv *fuse.Server) (int, error) {
 	return dup, nil
 }
 
+// TransportWhy says why the mount's requests come through io_uring or
+// through /dev/fuse: the Uring option, and what the kernel offered (the
+// fuse module's enable_uring, FUSE_OVER_IO_URING at INIT).
+func (s *Server) TransportWhy() string { return s.transportWhy }
+
 // Rings reports whether the mount's requests go through io_uring
 // (Options.Uring took effect), and the rings' counters.
 func (s *Server) Rings() (uring.Counters, bool) {

@@ -34,6 +34,9 @@ type Server struct {
 	unmount    sync.Mutex    // serialises Unmount and Abort
 
 	rings *uring.Transport // nil unless Options.Uring took effect
+	// transportWhy says why requests come through the rings or through
+	// /dev/fuse, for an operator (TransportWhy).
+	transportWhy string
 }
 
 // Mount mounts vol on mountpoint and returns once the filesystem answers
@@ -51,14 +54,17 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
+	asked := o.Uring
+	why := "uring=off: /dev/fuse, as asked"
 	if o.Uring != UringOff {
 		if err := uring.Available(); err != nil {
 			if o.Uring == UringOn {
 				return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 			}
-			// Said once per mount: the rings served 1.4-1.8x the files/s
-			// here (docs/PERFORMANCE.md), and the switch is the admin's.
+			// Said once per mount: the rings serve more files/s
+			// (docs/PERFORMANCE.md), and the switch is the admin's.
 			o.Logger.WithError(err).Info("requests come through /dev/fuse")
+			why = fmt.Sprintf("uring=%s, but %v", asked, err)
 			o.Uring = UringOff
 		}
 	}
@@ -67,7 +73,7 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
-	s := &Server{fuse: srv, fs: fs, mountpoint: mountpoint, served: make(chan struct{})}
+	s := &Server{fuse: srv, fs: fs, mountpoint: mountpoint, served: make(chan struct{}), transportWhy: why}
 	// The connection number is the minor of the mount's device; Abort
 	// needs it. DONT_SYNC: the superblock has it, so no request is sent.
 	var st unix.Statx_t
@@ -76,6 +82,12 @@ func Mount(mountpoint string, vol *volume.Volume, dev device.Device, opts Option
 	var ringErr error
 	if statErr == nil {
 		ringErr = s.startRings(&o)
+	}
+	switch {
+	case s.rings != nil:
+		s.transportWhy = fmt.Sprintf("uring=%s and the kernel offers FUSE over io_uring", asked)
+	case o.Uring != UringOff:
+		s.transportWhy = fmt.Sprintf("uring=%s, but the kernel did not offer FUSE over io_uring when the mount began", asked)
 	}
 	go func() {
 		srv.Serve()

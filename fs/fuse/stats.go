@@ -1,7 +1,10 @@
 package fuse
 
 import (
+	"syscall"
 	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/smallfs/smallfs/accounting"
 )
@@ -59,15 +62,17 @@ var opNames = [numOps]string{
 func (op opcode) String() string { return opNames[op] }
 
 // counters are the adapter's figures in the accounting layer "fuse":
-// counters "op-NAME" (requests), "err-NAME" (answered with an errno;
-// negative lookups are answers, not errors) and "ns-NAME" (nanoseconds
-// spent serving them), and the record "request", whose live count is the
+// counters "op-NAME" (requests), "err-NAME" (failed: answered with an
+// errno that reports a failure), "absent-NAME" (answered that what was
+// asked for is not there, see outcomeOf) and "ns-NAME" (nanoseconds spent
+// serving them), and the record "request", whose live count is the
 // requests being served; plus a latency histogram per opcode (latency.go).
 // The counters are looked up once, so a request costs two clock reads,
-// five atomic adds (six when it fails) and no allocation.
+// five atomic adds (six when it fails or finds nothing) and no allocation.
 type counters struct {
 	requests [numOps]*accounting.Counter
 	errors   [numOps]*accounting.Counter
+	absent   [numOps]*accounting.Counter
 	nanos    [numOps]*accounting.Counter
 	latency  [numOps]histogram
 	inFlight *accounting.Record
@@ -79,9 +84,36 @@ func newCounters(reg *accounting.Registry) *counters {
 	for op := range numOps {
 		c.requests[op] = l.Counter("op-" + op.String())
 		c.errors[op] = l.Counter("err-" + op.String())
+		c.absent[op] = l.Counter("absent-" + op.String())
 		c.nanos[op] = l.Counter("ns-" + op.String())
 	}
 	return c
+}
+
+// outcome is how a request ended, for the counters.
+type outcome uint8
+
+const (
+	served outcome = iota // answered OK
+	absent                // answered that the name or attribute is not there
+	failed                // answered with an errno that reports a failure
+)
+
+// outcomeOf tells an answer from a failure. A lookup of a name that does
+// not exist (ENOENT, or a negative entry) and a GETXATTR of an attribute
+// an inode does not have (ENODATA) or that the mount does not support
+// (EOPNOTSUPP: security labels and ACLs, asked by the kernel before the
+// first write to each file and by ls -l) answer the question asked: they
+// are counted as absent, not as errors.
+func outcomeOf(op opcode, st fuse.Status) outcome {
+	switch {
+	case st == fuse.OK:
+		return served
+	case op == opLookup && st == fuse.ENOENT,
+		op == opGetXAttr && (st == fuse.ENODATA || st == fuse.Status(syscall.EOPNOTSUPP)):
+		return absent
+	}
+	return failed
 }
 
 // Layer is the name of the adapter's accounting layer.
@@ -94,12 +126,15 @@ func (c *counters) begin(op opcode) time.Time {
 	return time.Now()
 }
 
-func (c *counters) end(op opcode, start time.Time, failed bool) {
+func (c *counters) end(op opcode, start time.Time, how outcome) {
 	d := time.Since(start)
 	c.nanos[op].Add(int64(d))
 	c.latency[op].add(d)
-	if failed {
+	switch how {
+	case failed:
 		c.errors[op].Inc()
+	case absent:
+		c.absent[op].Inc()
 	}
 	c.inFlight.Free(0)
 }

@@ -3,12 +3,12 @@ package journal
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/format"
+	"github.com/smallfs/smallfs/internal/nolog"
 )
 
 // Position is a place in the log: a block within the region, and the chain
@@ -116,9 +116,7 @@ func (o *Options) fill() error {
 		o.Accounting = accounting.Default
 	}
 	if o.Logger == nil {
-		l := logrus.New()
-		l.Out = io.Discard
-		o.Logger = l
+		o.Logger = nolog.New()
 	}
 	return nil
 }

@@ -92,8 +92,8 @@ type Attr struct {
 	Gen     uint64
 	Mode    uint32 // type bits (syscall.S_IFREG, ...) and permission bits
 	Nlink   uint32
-	Uid     uint32
-	Gid     uint32
+	UID     uint32
+	GID     uint32
 	Rdev    uint32
 	Size    uint64
 	Blocks  uint64 // 512-byte units allocated, or reserved for data not yet written back (inline data counts 0)
@@ -105,7 +105,7 @@ type Attr struct {
 
 // Context is the identity of the caller of an operation.
 type Context struct {
-	Uid, Gid uint32
+	UID, GID uint32
 	Pid      uint32
 }
 
@@ -113,8 +113,8 @@ type Context struct {
 type SetAttrIn struct {
 	Valid SetAttrMask
 	Mode  uint32 // permission bits only; the type never changes
-	Uid   uint32
-	Gid   uint32
+	UID   uint32
+	GID   uint32
 	Size  uint64
 	Atime int64 // ignored when the matching *Now bit is set
 	Mtime int64
@@ -125,8 +125,8 @@ type SetAttrMask uint32
 
 const (
 	SetMode SetAttrMask = 1 << iota
-	SetUid
-	SetGid
+	SetUID
+	SetGID
 	SetSize
 	SetAtime
 	SetMtime

@@ -839,6 +839,7 @@ func (pr *promise) broken(got map[string]gotEntry) []string {
 // this file): every one-operation workload and a fixed sample of two- and
 // three-operation ones; the flags run more.
 func TestCrashWorkloads(t *testing.T) {
+	t.Parallel()
 	base, m0 := crashSetup(t)
 	ops := crashOps()
 	var total crashStats

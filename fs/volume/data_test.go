@@ -30,7 +30,7 @@ func readFile(t testing.TB, v *Volume, ino Ino) []byte {
 	a := must[Attr](t)(v.GetAttr(ino))
 	buf := make([]byte, a.Size+10)
 	n, err := h.ReadAt(buf, 0)
-	if err != io.EOF {
+	if !errors.Is(err, io.EOF) {
 		t.Fatalf("read of whole file: %v, want io.EOF", err)
 	}
 	return buf[:n]

@@ -19,6 +19,7 @@ import (
 // written with, every file whose creation was synced must be there unless
 // its unlink was synced too, and Check must pass.
 func TestDataSumsCrash(t *testing.T) {
+	t.Parallel()
 	c := device.NewCrash(16<<20, 3)
 	ok(t, Mkfs(c, MkfsOptions{}))
 	c.KeepHistory()

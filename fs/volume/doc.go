@@ -224,8 +224,7 @@
 // Close writes back, checkpoints, and marks the superblock clean: the next
 // Open replays nothing. Open clears the clean flag before appending.
 //
-// On a volume made with format.FeatureDataSums (mkfs's default since
-// session 4) a commit costs one device flush, not two: each write-back
+// On a volume made with format.FeatureDataSums (mkfs's default) a commit costs one device flush, not two: each write-back
 // also logs a DataSumRec (the CRC32C of every extent it wrote, computed as
 // the bytes go out), and replay drops a last commit whose data did not
 // land (journal doc, "One flush per commit"). The volume's part is
@@ -293,7 +292,7 @@
 // a handler of FUSE over io_uring, locked to its CPU's thread, pays a
 // thread wake-up on another CPU for every sleep. Through the rings this
 // took the deleting steps of `smallfs bench` from 0.61-0.85x of /dev/fuse to
-// 1.03-1.41x (docs/PERFORMANCE.md, session 7).
+// 1.03-1.41x (docs/PERFORMANCE.md, "The metadata lock").
 //
 // # Checkpoints without a stall
 //
@@ -437,9 +436,8 @@
 // cookie-ordered slice and 16 B per hash-index slot, with slack from slice
 // and map growth. A file whose extent map is one extent from its first
 // block (at most 65,535 blocks: nearly every small file) keeps it in the
-// inode slot and needs no extension; session 5 moved it there from an
-// extension (112 B) and a map of its own (24 B): 4 KiB files went from 296
-// to 168 B, empty ones from 160 to 168 B (the slot grew by 8 B).
+// inode slot and needs no extension, rather than in an extension (112 B)
+// and a map of its own (24 B).
 // `go test ./fs/volume -run XXX -bench MemoryPerFile -benchtime 1x
 // -bench.files 100000 -bench.empty 100000`.
 // Directories of up to 16 entries have no index (a scan is cheaper than a

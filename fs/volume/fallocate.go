@@ -2,6 +2,7 @@ package volume
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"slices"
 )
@@ -237,13 +238,13 @@ func (v *Volume) prepay(fd *fileData, blocks uint64) error {
 // again.
 func (v *Volume) reserveSettling(blocks uint64) error {
 	err := v.space.reserve(blocks, v.logUsed())
-	if err == ErrNoSpace && v.space.hasPending() {
+	if errors.Is(err, ErrNoSpace) && v.space.hasPending() {
 		if serr := v.settleFrees(); serr != nil {
 			return serr
 		}
 		err = v.space.reserve(blocks, v.logUsed())
 	}
-	if err == ErrNoSpace && v.logUsed() > 0 {
+	if errors.Is(err, ErrNoSpace) && v.logUsed() > 0 {
 		v.mu.Lock()
 		cerr := v.roomCheckpoint()
 		v.mu.Unlock()

@@ -157,6 +157,7 @@ func TestWriteBackTakesOnlyReserved(t *testing.T) {
 // every write, short or not, must leave the file as a model that applies
 // just the bytes reported written, and nothing may stay reserved.
 func TestModelFull(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	v := newTestVolumeSize(t, 4<<20, Options{DirtyThreshold: 256 << 10, DirtyLimit: -1})
 	a, h, err := v.Create(root, RootIno, "f", 0o644, syscall.O_RDWR)

@@ -222,7 +222,7 @@ func fuzzTree(v *Volume) string {
 				lines = append(lines, p+" lookup: "+err.Error())
 				continue
 			}
-			line := fmt.Sprintf("%s ino=%d mode=%o nlink=%d uid=%d gid=%d size=%d", p, a.Ino, a.Mode, a.Nlink, a.Uid, a.Gid, a.Size)
+			line := fmt.Sprintf("%s ino=%d mode=%o nlink=%d uid=%d gid=%d size=%d", p, a.Ino, a.Mode, a.Nlink, a.UID, a.GID, a.Size)
 			switch a.Mode & syscall.S_IFMT {
 			case syscall.S_IFLNK:
 				t, err := v.Readlink(a.Ino)

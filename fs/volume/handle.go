@@ -291,7 +291,7 @@ func (h *Handle) writeLocked(p []byte, off int64) (int, error) {
 // if the log holds anything, checkpoints once and retries.
 func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, error) {
 	k, err := v.write(n, fd, p, off)
-	if err == ErrNoSpace && v.space.hasPending() {
+	if errors.Is(err, ErrNoSpace) && v.space.hasPending() {
 		if serr := v.settleFrees(); serr != nil {
 			return k, serr
 		}
@@ -299,7 +299,7 @@ func (v *Volume) writeSpace(n *inode, fd *fileData, p []byte, off uint64) (int, 
 		k2, err = v.write(n, fd, p[k:], off+uint64(k))
 		k += k2
 	}
-	if err == ErrNoSpace && v.logUsed() > 0 {
+	if errors.Is(err, ErrNoSpace) && v.logUsed() > 0 {
 		// The checkpoint headroom counts the log since the newest
 		// checkpoint; a checkpoint settles it to the metadata's size.
 		v.mu.Lock()

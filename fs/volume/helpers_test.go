@@ -10,7 +10,7 @@ import (
 	"github.com/smallfs/smallfs/fs/device"
 )
 
-var root = Context{Uid: 0, Gid: 0}
+var root = Context{UID: 0, GID: 0}
 
 // newTestVolume returns an empty volume on a 64 MiB in-memory device and
 // registers a Check of it for the end of the test: problems fail the test

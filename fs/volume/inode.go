@@ -183,7 +183,7 @@ func (n *inode) record(ino Ino) format.InodeRec {
 func (n *inode) recordInto(ino Ino, r *format.InodeRec) {
 	*r = format.InodeRec{
 		Ino: uint64(ino), Gen: n.gen, Mode: n.mode, Nlink: n.nlink,
-		Uid: n.uid, Gid: n.gid, Rdev: n.rdev, Size: n.size,
+		UID: n.uid, GID: n.gid, Rdev: n.rdev, Size: n.size,
 		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime,
 	}
 }
@@ -191,7 +191,7 @@ func (n *inode) recordInto(ino Ino, r *format.InodeRec) {
 // setFrom sets n's persistent fields from r, leaving the in-memory counts.
 func (n *inode) setFrom(r *format.InodeRec) {
 	n.gen, n.mode, n.nlink = r.Gen, r.Mode, r.Nlink
-	n.uid, n.gid, n.rdev, n.size = r.Uid, r.Gid, r.Rdev, r.Size
+	n.uid, n.gid, n.rdev, n.size = r.UID, r.GID, r.Rdev, r.Size
 	n.atime, n.mtime, n.ctime = r.Atime, r.Mtime, r.Ctime
 }
 

@@ -87,6 +87,7 @@ func wantFiles(t *testing.T, v *Volume, all []string, want map[string]bool, when
 // it, which the superblock records. Damage to the last commit cannot be
 // told from a torn write and ends the log. Padding is read by nothing.
 func TestLogDamageEveryByteClass(t *testing.T) {
+	t.Parallel()
 	c, v := crashVolume(t)
 	syncedFiles(t, v, "pre")
 	ok(t, v.commitNow()) // the first periodic commit checkpoints

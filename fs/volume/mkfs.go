@@ -30,9 +30,9 @@ type MkfsOptions struct {
 	// no checksums, and reads are not verified. Default: every block of
 	// file data has one.
 	NoBlockSums bool
-	// RootUid and RootGid own the root directory. Default 0:0 (root);
+	// RootUID and RootGID own the root directory. Default 0:0 (root);
 	// smallfs mkfs gives whoever runs it, as mke2fs does.
-	RootUid, RootGid uint32
+	RootUID, RootGID uint32
 }
 
 // Mkfs writes an empty smallfs (a root directory) on dev: both superblocks,
@@ -107,7 +107,7 @@ func Mkfs(dev device.Device, opts MkfsOptions) error {
 	}
 	t := clock()
 	root := format.InodeRec{Ino: uint64(RootIno), Gen: 1, Mode: syscall.S_IFDIR | 0o755, Nlink: 2,
-		Uid: opts.RootUid, Gid: opts.RootGid, Atime: t, Mtime: t, Ctime: t}
+		UID: opts.RootUID, GID: opts.RootGID, Atime: t, Mtime: t, Ctime: t}
 	if err := w.Add(root); err != nil {
 		w.Abort()
 		return fmt.Errorf("mkfs: %w", err)

@@ -127,7 +127,7 @@ func volumeDump(v *Volume) (string, error) {
 				return err
 			}
 			data = make([]byte, a.Size)
-			if _, err := h.ReadAt(data, 0); err != nil && err != io.EOF {
+			if _, err := h.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
 				return err
 			}
 			if err := h.Release(); err != nil {
@@ -439,6 +439,7 @@ func (r *modelRun) crash(c *device.CrashDevice, mode device.CrashMode) {
 // at random points and recovers; finally closes, reopens and compares.
 // More with -model.seeds and -model.steps.
 func TestModel(t *testing.T) {
+	t.Parallel()
 	for seed := range *modelSeeds {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			c := device.NewCrash(16<<20, int64(seed))

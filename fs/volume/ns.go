@@ -238,10 +238,10 @@ func (v *Volume) newChild(ctx Context, parent Ino, name string, mode, rdev uint3
 func (v *Volume) childRec(ctx Context, p *inode, ino Ino, mode uint32, now int64) format.InodeRec {
 	r := format.InodeRec{
 		Ino: uint64(ino), Gen: v.nextGen, Mode: mode,
-		Uid: ctx.Uid, Gid: ctx.Gid, Atime: now, Mtime: now, Ctime: now,
+		UID: ctx.UID, GID: ctx.GID, Atime: now, Mtime: now, Ctime: now,
 	}
 	if p.mode&syscall.S_ISGID != 0 { // BSD group semantics of setgid directories
-		r.Gid = p.gid
+		r.GID = p.gid
 		if mode&syscall.S_IFMT == syscall.S_IFDIR {
 			r.Mode |= syscall.S_ISGID
 		}
@@ -391,5 +391,5 @@ func dropLink(ino Ino, c *inode, pr *format.InodeRec, now int64) format.Record {
 // mayDelete applies the sticky-bit rule: in a sticky directory only the
 // owner of the entry or of the directory, or root, removes or renames it.
 func mayDelete(ctx Context, p, c *inode) bool {
-	return p.mode&syscall.S_ISVTX == 0 || ctx.Uid == 0 || ctx.Uid == p.uid || ctx.Uid == c.uid
+	return p.mode&syscall.S_ISVTX == 0 || ctx.UID == 0 || ctx.UID == p.uid || ctx.UID == c.uid
 }

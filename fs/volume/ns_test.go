@@ -10,9 +10,9 @@ import (
 
 func TestCreateAndLookup(t *testing.T) {
 	v := newTestVolume(t, Options{})
-	ctx := Context{Uid: 1000, Gid: 100}
+	ctx := Context{UID: 1000, GID: 100}
 	f := must[Attr](t)(v.Mknod(ctx, RootIno, "f", 0o640, 0))
-	if f.Mode != syscall.S_IFREG|0o640 || f.Nlink != 1 || f.Uid != 1000 || f.Gid != 100 || f.Size != 0 {
+	if f.Mode != syscall.S_IFREG|0o640 || f.Nlink != 1 || f.UID != 1000 || f.GID != 100 || f.Size != 0 {
 		t.Fatalf("new file attr %+v", f)
 	}
 	d := must[Attr](t)(v.Mkdir(ctx, RootIno, "d", 0o755))
@@ -67,10 +67,10 @@ func TestCreateAndLookup(t *testing.T) {
 
 func TestSetgidDirectory(t *testing.T) {
 	v := newTestVolume(t, Options{})
-	d := must[Attr](t)(v.Mkdir(Context{Uid: 1, Gid: 50}, RootIno, "shared", 0o2775))
-	f := must[Attr](t)(v.Mknod(Context{Uid: 2, Gid: 60}, d.Ino, "f", 0o644, 0))
-	sub := must[Attr](t)(v.Mkdir(Context{Uid: 2, Gid: 60}, d.Ino, "sub", 0o755))
-	if f.Gid != 50 || sub.Gid != 50 || sub.Mode&syscall.S_ISGID == 0 || f.Mode&syscall.S_ISGID != 0 {
+	d := must[Attr](t)(v.Mkdir(Context{UID: 1, GID: 50}, RootIno, "shared", 0o2775))
+	f := must[Attr](t)(v.Mknod(Context{UID: 2, GID: 60}, d.Ino, "f", 0o644, 0))
+	sub := must[Attr](t)(v.Mkdir(Context{UID: 2, GID: 60}, d.Ino, "sub", 0o755))
+	if f.GID != 50 || sub.GID != 50 || sub.Mode&syscall.S_ISGID == 0 || f.Mode&syscall.S_ISGID != 0 {
 		t.Fatalf("setgid inheritance: file %+v, dir %+v", f, sub)
 	}
 }
@@ -160,7 +160,7 @@ func TestSymlink(t *testing.T) {
 func TestStickyDirectory(t *testing.T) {
 	v := newTestVolume(t, Options{})
 	tmp := must[Attr](t)(v.Mkdir(root, RootIno, "tmp", 0o1777))
-	alice, bob := Context{Uid: 1001}, Context{Uid: 1002}
+	alice, bob := Context{UID: 1001}, Context{UID: 1002}
 	must[Attr](t)(v.Mknod(alice, tmp.Ino, "a", 0o644, 0))
 	wantErrno(t, v.Unlink(bob, tmp.Ino, "a"), syscall.EPERM)
 	wantErrno(t, v.Rename(bob, tmp.Ino, "a", tmp.Ino, "b", 0), syscall.EPERM)
@@ -171,10 +171,10 @@ func TestSetAttr(t *testing.T) {
 	v := newTestVolume(t, Options{})
 	f := must[Attr](t)(v.Mknod(root, RootIno, "f", 0o644, 0))
 	a := must[Attr](t)(v.SetAttr(root, f.Ino, SetAttrIn{
-		Valid: SetMode | SetUid | SetGid | SetAtime | SetMtime,
-		Mode:  syscall.S_IFDIR | 0o4711, Uid: 7, Gid: 8, Atime: 11, Mtime: 22,
+		Valid: SetMode | SetUID | SetGID | SetAtime | SetMtime,
+		Mode:  syscall.S_IFDIR | 0o4711, UID: 7, GID: 8, Atime: 11, Mtime: 22,
 	}))
-	if a.Mode != syscall.S_IFREG|0o4711 || a.Uid != 7 || a.Gid != 8 || a.Atime != 11 || a.Mtime != 22 || a.Ctime <= f.Ctime-1 {
+	if a.Mode != syscall.S_IFREG|0o4711 || a.UID != 7 || a.GID != 8 || a.Atime != 11 || a.Mtime != 22 || a.Ctime <= f.Ctime-1 {
 		t.Fatalf("setattr gave %+v", a)
 	}
 	a = must[Attr](t)(v.SetAttr(root, f.Ino, SetAttrIn{Valid: SetSize | SetCtime, Size: 1 << 20, Ctime: 33}))

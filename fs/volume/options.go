@@ -3,11 +3,11 @@ package volume
 import (
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/smallfs/smallfs/accounting"
+	"github.com/smallfs/smallfs/internal/nolog"
 	"github.com/smallfs/smallfs/iobuf"
 )
 
@@ -153,9 +153,7 @@ func (o Options) withDefaults(blockSize int) (Options, error) {
 		o.Accounting = accounting.Default
 	}
 	if o.Logger == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		o.Logger = l
+		o.Logger = nolog.New()
 	}
 	return o, errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"github.com/smallfs/smallfs/alloc"
 	"github.com/smallfs/smallfs/fs/format"
 	"github.com/smallfs/smallfs/iobuf"
@@ -127,7 +128,7 @@ func (v *Volume) punchCommitted(ino Ino, n *inode, fd *fileData, start, end, pb,
 	}
 	held := uint64(len(eds))
 	err := v.reserveSettling(held)
-	if err == ErrNoSpace && len(cut) > 0 {
+	if errors.Is(err, ErrNoSpace) && len(cut) > 0 {
 		// A full volume: the whole blocks go first, in a transaction of
 		// their own, and their space, once that is durable, is what the
 		// edges take.

@@ -346,6 +346,7 @@ func TestPunchFullVolume(t *testing.T) {
 // in one of the states it went through, whole, and Check passes; once the
 // last step is synced, it is in the last.
 func TestPunchCrash(t *testing.T) {
+	t.Parallel()
 	const bs = 4096
 	c := device.NewCrash(16<<20, 5)
 	ok(t, Mkfs(c, MkfsOptions{}))

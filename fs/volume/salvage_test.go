@@ -79,6 +79,7 @@ func shortLogImage(t *testing.T, mk MkfsOptions, after int) shortLog {
 // the damaged checkpoint), and after Close the volume opens without
 // Salvage, whole, also after a crash before that Close.
 func TestShortLogFallbackSalvaged(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		mk    MkfsOptions

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"errors"
 	"syscall"
 
 	"github.com/smallfs/smallfs/fs/format"
@@ -26,7 +27,7 @@ func (v *Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error) {
 		return v.writeBack(ino, n, fd)
 	})
 	switch {
-	case err == ErrIsDir && in.Valid&SetSize == 0, err == ErrInvalid && in.Valid&SetSize == 0:
+	case errors.Is(err, ErrIsDir) && in.Valid&SetSize == 0, errors.Is(err, ErrInvalid) && in.Valid&SetSize == 0:
 	case err != nil:
 		return Attr{}, opErr("setattr", "", err)
 	}
@@ -41,11 +42,11 @@ func (v *Volume) SetAttr(ctx Context, ino Ino, in SetAttrIn) (Attr, error) {
 	if in.Valid&SetMode != 0 {
 		r.Mode = r.Mode&syscall.S_IFMT | in.Mode&^syscall.S_IFMT
 	}
-	if in.Valid&SetUid != 0 {
-		r.Uid = in.Uid
+	if in.Valid&SetUID != 0 {
+		r.UID = in.UID
 	}
-	if in.Valid&SetGid != 0 {
-		r.Gid = in.Gid
+	if in.Valid&SetGID != 0 {
+		r.GID = in.GID
 	}
 	switch {
 	case in.Valid&SetAtimeNow != 0:

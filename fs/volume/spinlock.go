@@ -15,7 +15,7 @@ import (
 // request handler of FUSE over io_uring is locked to its queue's thread
 // and CPU, so its wake-up is a thread wake-up on another CPU: tens of
 // microseconds on this VM, more than the holds it waits for
-// (docs/PERFORMANCE.md, session 7). With one P there is nobody to spin
+// (docs/PERFORMANCE.md, "The metadata lock"). With one P there is nobody to spin
 // against (the holder cannot run while the spinner does), so it sleeps at
 // once.
 type spinRWMutex struct{ sync.RWMutex }

@@ -152,7 +152,7 @@ func (v *Volume) Fsync(ino Ino, datasync bool) error {
 	err := v.withData(ino, func(n *inode, fd *fileData) error {
 		return v.fsyncWriteBack(ino, n, fd)
 	})
-	if err != nil && err != ErrIsDir && err != ErrInvalid {
+	if err != nil && !errors.Is(err, ErrIsDir) && !errors.Is(err, ErrInvalid) {
 		return opErr("fsync", "", err)
 	}
 	if err := v.syncLog(); err != nil {

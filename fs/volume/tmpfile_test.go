@@ -12,9 +12,9 @@ import (
 func TestTmpfile(t *testing.T) {
 	v := newTestVolume(t, Options{})
 	dir := must[Attr](t)(v.Mkdir(root, RootIno, "d", 0o2755)).Ino
-	a, h, err := v.Tmpfile(Context{Uid: 5, Gid: 6}, dir, 0o600, syscall.O_RDWR)
+	a, h, err := v.Tmpfile(Context{UID: 5, GID: 6}, dir, 0o600, syscall.O_RDWR)
 	ok(t, err)
-	if a.Nlink != 0 || a.Mode != syscall.S_IFREG|0o600 || a.Uid != 5 || a.Gid != 0 {
+	if a.Nlink != 0 || a.Mode != syscall.S_IFREG|0o600 || a.UID != 5 || a.GID != 0 {
 		t.Fatalf("tmpfile attributes %+v: want nlink 0, mode 0100600, uid 5, gid of the setgid directory", a)
 	}
 	if len(names(t, v, dir)) != 0 {

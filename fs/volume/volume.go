@@ -190,7 +190,7 @@ func (v *Volume) liveDir(ino Ino) (*inode, error) {
 // attr fills an Attr from n.
 func (v *Volume) attr(ino Ino, n *inode) Attr {
 	a := Attr{
-		Ino: ino, Gen: n.gen, Mode: n.mode, Nlink: n.nlink, Uid: n.uid, Gid: n.gid,
+		Ino: ino, Gen: n.gen, Mode: n.mode, Nlink: n.nlink, UID: n.uid, GID: n.gid,
 		Rdev: n.rdev, Size: n.size, Blksize: uint32(v.blockSize),
 		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime,
 	}

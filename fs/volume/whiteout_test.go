@@ -18,7 +18,7 @@ func TestRenameWhiteout(t *testing.T) {
 	ok(t, Mkfs(dev, MkfsOptions{}))
 	v, err := Open(dev, Options{CommitInterval: -1})
 	ok(t, err)
-	user := Context{Uid: 1000, Gid: 1000}
+	user := Context{UID: 1000, GID: 1000}
 	sub := must[Attr](t)(v.Mkdir(root, RootIno, "sub", 0o755))
 	f := must[Attr](t)(v.Mknod(root, RootIno, "f", 0o644, 0))
 	d := must[Attr](t)(v.Mkdir(root, RootIno, "d", 0o755))
@@ -30,9 +30,9 @@ func TestRenameWhiteout(t *testing.T) {
 		if err != nil {
 			t.Fatalf("whiteout %q: %v", name, err)
 		}
-		if a.Mode != syscall.S_IFCHR || a.Rdev != 0 || a.Nlink != 1 || a.Uid != owner.Uid || a.Gid != owner.Gid {
+		if a.Mode != syscall.S_IFCHR || a.Rdev != 0 || a.Nlink != 1 || a.UID != owner.UID || a.GID != owner.GID {
 			t.Errorf("whiteout %q: mode %#o rdev %d nlink %d owner %d:%d; want %#o 0/0, 1 link, %d:%d",
-				name, a.Mode, a.Rdev, a.Nlink, a.Uid, a.Gid, syscall.S_IFCHR, owner.Uid, owner.Gid)
+				name, a.Mode, a.Rdev, a.Nlink, a.UID, a.GID, syscall.S_IFCHR, owner.UID, owner.GID)
 		}
 	}
 	moved := func(dir Ino, name string, want Ino) {

@@ -99,7 +99,7 @@ func TestFailReportsOnce(t *testing.T) {
 	q1.fail(first)
 	q1.fail(errors.New("second"))
 	q2.fail(errors.New("third"))
-	if err := <-got; err != first {
+	if err := <-got; !errors.Is(err, first) {
 		t.Errorf("OnFailure got %v, want the first failure", err)
 	}
 	select {
@@ -107,7 +107,7 @@ func TestFailReportsOnce(t *testing.T) {
 		t.Errorf("OnFailure called again with %v", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if q1.err != first || q2.err == nil {
+	if !errors.Is(q1.err, first) || q2.err == nil {
 		t.Errorf("queue errors %v, %v: each keeps its first", q1.err, q2.err)
 	}
 }

@@ -23,10 +23,10 @@ func sample() Stats {
 		Space:     &Space{BlockSize: 4096, Blocks: 100, BlocksFree: 75, BlocksAvail: 75, Files: 10, FilesFree: 9},
 		Alloc:     &Alloc{FreeBlocks: 75, FreeExtents: 2, LargestFree: 64, Score: 0.25, Histogram: []uint64{0, 1, 0, 1}},
 		Dirty:     &Dirty{Bytes: 65536, Throttled: 4},
-		Transport: &Transport{Kind: TransportRings, Requests: 1234, Async: 5},
+		Transport: &Transport{Kind: TransportRings, Why: "uring=auto and the kernel offers FUSE over io_uring", Requests: 1234, Async: 5},
 		Latency: []Latency{{Name: "LOOKUP", Count: 10, Mean: 1500 * time.Microsecond,
 			P50: 1024 * time.Microsecond, P99: 4096 * time.Microsecond}},
-		Ops: []Op{{Name: "LOOKUP", Count: 10, Errors: 1, Total: 10 * time.Millisecond, Max: 3 * time.Millisecond}},
+		Ops: []Op{{Name: "LOOKUP", Count: 10, Errors: 1, Absent: 6, Total: 10 * time.Millisecond, Max: 3 * time.Millisecond}},
 		Accounting: accounting.Snapshot{Layers: []accounting.LayerStat{{
 			Name:     "iobuf",
 			Types:    []accounting.TypeStat{{Name: "4KiB", Live: 2, Bytes: 8192, Peak: 12288, Total: 5}},
@@ -155,7 +155,7 @@ func TestWriteText(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"pid 42", "up 1m30s", "25.0% used", "largest 64", "fragmentation  0.2500", "2:1 8:1",
-		"65536 B", "4 writes throttled", "io_uring  1234 requests  5 off the queues", "p99", "<1.024ms", "<4.096ms", "LOOKUP", "1ms", "3.0", "iobuf/4KiB", "12288", "iobuf.4KiB.misses", "7 goroutines",
+		"count  errors  absent", "LOOKUP    10     1       6", "65536 B", "4 writes throttled", "io_uring  1234 requests  5 off the queues", "  why       uring=auto and the kernel offers FUSE over io_uring", "p99", "<1.024ms", "<4.096ms", "LOOKUP", "1ms", "3.0", "iobuf/4KiB", "12288", "iobuf.4KiB.misses", "7 goroutines",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
@@ -229,6 +229,7 @@ func TestMetrics(t *testing.T) {
 		`smallfs_info{version="v1",device="/dev/\"odd\"",mountpoint="/mnt"} 1`,
 		`smallfs_requests_total{op="LOOKUP"} 10`,
 		`smallfs_request_errors_total{op="LOOKUP"} 1`,
+		`smallfs_request_absent_total{op="LOOKUP"} 6`,
 		`smallfs_memory_peak_bytes{layer="iobuf",type="4KiB"} 12288`,
 		`smallfs_events_total{layer="iobuf",name="4KiB.misses"} 3`,
 		`smallfs_alloc_free_extents_by_size{min_blocks="8"} 1`,

@@ -77,9 +77,13 @@ func WriteMetrics(w io.Writer, st Stats) error {
 		for _, op := range st.Ops {
 			sample("requests_total", float64(op.Count), "op", op.Name)
 		}
-		fam("request_errors_total", "counter", "FUSE requests answered with an error, by operation.")
+		fam("request_errors_total", "counter", "FUSE requests that failed, by operation.")
 		for _, op := range st.Ops {
 			sample("request_errors_total", float64(op.Errors), "op", op.Name)
+		}
+		fam("request_absent_total", "counter", "FUSE requests answered that the name or attribute asked for is not there (answers, not errors), by operation.")
+		for _, op := range st.Ops {
+			sample("request_absent_total", float64(op.Absent), "op", op.Name)
 		}
 	}
 	if len(st.Latency) > 0 {

@@ -74,15 +74,20 @@ const (
 // Transport is how the kernel's requests reach the daemon.
 type Transport struct {
 	Kind     string `json:"kind"`     // "io_uring" or "/dev/fuse"
+	Why      string `json:"why"`      // the uring option, and what the kernel offered
 	Requests uint64 `json:"requests"` // answered through the rings
 	Async    uint64 `json:"async"`    // of which off a queue's thread (FSYNC, FLUSH, ...)
 }
 
-// Op is the count and latency of one kind of request.
+// Op is the count and latency of one kind of request. Errors are the
+// requests that failed; Absent those answered that the name or attribute
+// asked for is not there (a LOOKUP of a missing name, a GETXATTR of an
+// attribute the file lacks): answers, not errors.
 type Op struct {
 	Name   string        `json:"name"`
 	Count  uint64        `json:"count"`
 	Errors uint64        `json:"errors"`
+	Absent uint64        `json:"absent"`
 	Total  time.Duration `json:"total_ns"`
 	Max    time.Duration `json:"max_ns"`
 }

@@ -46,13 +46,16 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 		} else {
 			p("transport\t%s\n", t.Kind)
 		}
+		if t.Why != "" {
+			p("  why\t%s\n", t.Why)
+		}
 	}
 	if len(st.Ops) > 0 {
 		timed := false // latency columns only when the daemon measures it
 		for _, op := range st.Ops {
 			timed = timed || op.Total > 0
 		}
-		p("\noperations\tcount\terrors")
+		p("\noperations\tcount\terrors\tabsent")
 		if timed {
 			p("\tmean\tmax")
 		}
@@ -61,7 +64,7 @@ func WriteText(w io.Writer, st Stats, prev *Stats) error {
 		}
 		p("\n")
 		for _, op := range st.Ops {
-			p("  %s\t%d\t%d", op.Name, op.Count, op.Errors)
+			p("  %s\t%d\t%d\t%d", op.Name, op.Count, op.Errors, op.Absent)
 			if timed {
 				p("\t%s\t%s", mean(op.Total, op.Count), op.Max)
 			}

@@ -328,7 +328,7 @@ func procsString(n int) string {
 // 1.20-1.30x the files/s in the geometric mean, 1.6-1.9x with fsync
 // after every file; against a P per CPU through io_uring 1.02-1.04x, and
 // with fsync 1.10-1.52x but for 64 KiB appends at 0.87x
-// (docs/PERFORMANCE.md, session 7). A P per queue
+// (docs/PERFORMANCE.md, "Daemon CPUs"). A P per queue
 // is the least the rings need: with fewer, their threads wait for one
 // and the rings gained nothing over /dev/fuse. Not measured above 2
 // CPUs.
