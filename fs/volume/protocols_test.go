@@ -62,7 +62,11 @@ func TestProtocols(t *testing.T) {
 	}
 	protocols := map[string][]protocolStep{
 		"replace": {
-			{run: func(r *crashRun) error { ok(t, r.create("A/cfg")); ok(t, r.write("A/cfg", 0, version(1))); return r.persist(persist{kind: "commit"}) },
+			{run: func(r *crashRun) error {
+				ok(t, r.create("A/cfg"))
+				ok(t, r.write("A/cfg", 0, version(1)))
+				return r.persist(persist{kind: "commit"})
+			},
 				// Later steps may have replaced it already.
 				check: func(v *Volume) string {
 					if b, _ := fileAt(v, "A/cfg"); !bytes.Equal(b, version(1)) && !bytes.Equal(b, version(2)) {
