@@ -130,8 +130,8 @@ func (a *Allocator) maybeCompact() {
 }
 
 // unlock releases the mutex and then starts the goroutine of a compaction
-// begun under it: waking a processor for it took 10-40 µs on the VM, too
-// long to hold the mutex for.
+// begun under it: waking a processor for it takes tens of microseconds,
+// too long to hold the mutex for (docs/PERFORMANCE.md, "Allocator").
 func (a *Allocator) unlock() {
 	c := a.starting
 	a.starting = nil

@@ -74,23 +74,16 @@
 // (32 mount failure, 1 usage); fsck speaks e2fsck (0 clean, 1 corrected,
 // 4 left uncorrected, 8 operational error, 16 usage).
 //
-// # Figures
+// # Costs
 //
-// Measured 2026-11-30 on the shared 2-core VM (kernel 6.18, go1.26), with
-// other engineers' tests running; medians of 5 runs of 20 iterations:
-//
-//	go test -run '^$' -bench 'MountCycle|Stats' -benchtime 20x -count 5 ./cmd/smallfs
-//
-//	BenchmarkMountCycle  63 ms   background mount until it answers, one
-//	                             stats call (for the pid), umount, daemon
-//	                             exit (range 49-97 ms)
-//	BenchmarkStats       11 ms   `smallfs stats --json`: process start,
-//	                             socket round trip, figures (range 7-20 ms)
-//
-// Closing the volume at unmount took 1-9 ms on a 64 MiB image with a few
-// files (close_took in the log). The daemon, once exited, may stay a
-// zombie for a second or more under this machine's init: tests count a
-// zombie as gone.
+// A background mount answers within tens of milliseconds: a process
+// start, opening the volume, the FUSE handshake. `smallfs stats` is a
+// process start and one round trip on the control socket. Unmounting
+// closes the volume, which writes a checkpoint (close_took in the log).
+// The daemon, once exited, may stay a zombie for a while under an init
+// that reaps late: tests count a zombie as gone. Figures
+// (BenchmarkMountCycle, BenchmarkStats) in docs/PERFORMANCE.md, "Mount,
+// unmount and stats".
 //
 // # Tests
 //

@@ -310,8 +310,10 @@ const (
 	// takes a write of the whole size, but the blocks are then plain
 	// written blocks: the host has nothing to allocate or convert (an
 	// allocated block is "unwritten" until first written) when the volume
-	// writes, so an fdatasync commits nothing of the host's own. fsync-ed
-	// 4 KiB creates ran about 1.5x faster here (docs/PERFORMANCE.md).
+	// writes, so an fdatasync commits nothing of the host's own (zero-ahead
+	// gets the same on fallocated blocks, a region at a time; figures in
+	// docs/PERFORMANCE.md, "Preallocation, zero-ahead and one flush per
+	// commit").
 	PreallocFull
 )
 

@@ -15,9 +15,10 @@ import (
 // "unwritten" on the host. They read as zeros, and the first write into one
 // makes the host filesystem convert it, a change of its own metadata that
 // the next fdatasync must commit through the host's journal. Written a few
-// blocks per commit at scattered places, every fsync pays that: one
-// fdatasync here took 308-354 µs after writes into unwritten blocks and
-// 179 µs after writes into written ones (docs/PERFORMANCE.md). So a caller
+// blocks per commit at scattered places, every fsync pays that: an
+// fdatasync after writes into unwritten blocks takes nearly twice as long
+// as one after writes into written blocks (figures in docs/PERFORMANCE.md,
+// "Preallocation, zero-ahead and one flush per commit"). So a caller
 // about to write what it will flush at once (the log, an fsync-ed file)
 // calls ZeroAhead first, and a region of ZeroRegion bytes that the host
 // holds unwritten end to end gets zeros over all of it: the host converts
@@ -25,8 +26,8 @@ import (
 // image made with --preallocate full, without writing the whole image at
 // mkfs. Other writes leave the conversion to the host's own write-back,
 // where it costs nothing a caller waits for, while zeros cost a second
-// copy into the page cache (64 KiB creates without fsync ran at half speed
-// with every write zeroing ahead). A region written without zeros is
+// copy into the page cache (64 KiB creates without fsync ran markedly
+// slower with every write zeroing ahead). A region written without zeros is
 // never zeroed afterwards. Holes (a sparse image) are left alone: sparse
 // was asked for.
 

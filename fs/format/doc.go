@@ -36,30 +36,24 @@
 // # Costs
 //
 // Records are varint-encoded: a typical file inode takes about 30 bytes, a
-// directory entry 6 bytes plus its name. A checkpoint of 10^5 files (an
-// inode and a 12-byte-name entry each) takes 48.5 bytes per file.
-// Measured 2026-11-30 (end of day) on the shared 2-core VM with
-// `go test -run XXX -bench Checkpoint -count 3 -benchmem ./fs/format`
-// (Mem device; median of 3, fastest in brackets):
+// directory entry 6 bytes plus its name, so a checkpoint takes about 50
+// bytes for a file of an inode and a 12-byte name.
 //
-//	write 10^5 files   14.7 ms  (14.1 ms)   82 allocs
-//	read  10^5 files   33.7 ms  (33.2 ms)   3 allocs per file (boxed record, name)
-//	scan  10^5 files   20.0 ms  (17.9 ms)   53 allocs in all
-//
-// Reading is the mount-time cost. ScanCheckpoint, the mount path, hands
-// inodes, entries and extent maps over by pointer to reused structures and
-// interns names in 32 KiB blocks: 100 ns per record (90-114) against
-// ReadCheckpoint's 168 (166-242) in that run, so 10^6 files (2*10^6
-// records) cost about 0.2 s of checkpoint decoding instead of 0.34 s. An
-// earlier run on a busier machine (medians of 5) gave 262 against 457 ns
-// per record: the same ratio.
-// The writer keeps one 1 MiB buffer and two head blocks; readers read
-// 1 MiB at a time.
+// Reading is the mount-time cost. ReadCheckpoint allocates for every
+// record (the boxed record and its name). ScanCheckpoint, the mount path,
+// hands inodes, entries and extent maps over by pointer to reused
+// structures and interns names in 32 KiB blocks: no allocation per
+// record, and less time per record than ReadCheckpoint; decoding the
+// checkpoint of 10^6 files takes a fraction of a second. The writer keeps one 1 MiB buffer and two head
+// blocks; readers read 1 MiB at a time. Figures, with the command that
+// measures them (`go test -run XXX -bench Checkpoint -benchmem
+// ./fs/format`), in docs/PERFORMANCE.md, "Journal and format".
 //
 // # Fuzzing
 //
 // FuzzSuperblock, FuzzRecord, FuzzChunk, FuzzCheckpointHead and
 // FuzzCheckpoint run over the seeds in testdata/fuzz with plain go test;
-// TestFuzzSeeds -update-seeds rewrites them. Each was run with -fuzz for
-// 45 s on 2026-11-30 without a failure.
+// TestFuzzSeeds -update-seeds rewrites them; `go test -run '^$' -fuzz
+// FuzzRecord ./fs/format` (and so for each) explores further. The runs
+// made are in docs/PERFORMANCE.md, "Journal and format".
 package format

@@ -93,11 +93,11 @@
 // chunk (the chunks before it carry another nonce). Logs without the
 // marks (images made without FeatureDataSums) end at any damage as
 // before. The cost: a replay after a crash reads the rest of the log
-// region past its end, once, sequentially: 4.4 ms of CPU for a 64 MiB
-// region in memory (2026-12-01, shared 2-core VM, best of 5; a throwaway
-// test timing Replay of three commits), against 8 µs without the marks;
-// from a disk, the time to read the region (TestReplayLogDamagedMidway,
-// TestCrashGivesSyncedPrefix/data-sums for the absence of false alarms).
+// region past its end, once, sequentially: milliseconds of CPU for a
+// region in memory, where without the marks it stops at the end; from a
+// disk, the time to read the region (figures in docs/PERFORMANCE.md,
+// "Journal and format"). TestReplayLogDamagedMidway and
+// TestCrashGivesSyncedPrefix/data-sums show the absence of false alarms.
 //
 // # Why the chain
 //
@@ -108,28 +108,18 @@
 // differs from A (each journal instance stamps its chunks with a random
 // nonce), so replay stops. TestAbandonedRunIsNotReplayed shows it.
 //
-// # Costs and figures
+// # Costs
 //
-// Append: one encode into a reused buffer, no allocation once warm. Sync:
-// two device flushes per commit, shared by all callers waiting; one with
-// DataSums, or when the device is a device.Tracked that saw no write since
-// its last flush began (the data barrier has nothing to order:
-// metadata-only changes, inline data). Memory: the
-// open chunk (up to ChunkSize, 256 KiB by default) and up to four spare
-// buffers, accounted as journal/chunk-buffer.
-//
-// Measured 2026-11-30 on the shared 2-core VM, a 256 MiB image file on
-// /tmp, 4 KiB blocks, a create-like transaction of three records, medians
-// of three runs of
-// `go test -run XXX -bench . -benchtime 2s -count 3 ./fs/journal`:
-//
-//	Append                      ~338 ns/op    (~3.0 M appends/s)
-//	Sync, 1 goroutine           ~375 µs/op    (~2,700 syncs/s, 1 commit each)
-//	Sync, 8 goroutines          ~91 µs/op     (~11,000 syncs/s, 0.25 commits/op)
-//
-// Group commit serves about four fsyncs per device flush pair at 8
-// goroutines: 4.1x the syncs/s of a single caller on the same file.
-// (Remeasured at the end of the day; the first run gave Append ~730 ns,
-// on a busier machine and before the encoder changes: which counted
-// more was not measured.)
+// Append: one encode into a reused buffer, no allocation once warm and no
+// device I/O. Sync: two device flushes per commit, shared by all callers
+// waiting; one with DataSums, or when the device is a device.Tracked that
+// saw no write since its last flush began (the data barrier has nothing
+// to order: metadata-only changes, inline data). A Sync costs what the
+// device takes for the commit's write and flushes; concurrent callers
+// share a commit (group commit), so syncs per second grow with the
+// callers waiting. Memory: the open chunk (up to ChunkSize, 256 KiB by
+// default) and up to four spare buffers, accounted as
+// journal/chunk-buffer. Figures, with the command that measures them
+// (`go test -run XXX -bench . ./fs/journal`), in docs/PERFORMANCE.md,
+// "Journal and format".
 package journal

@@ -171,13 +171,11 @@
 // device soon after they are written without a close. It does not make
 // them durable sooner: that is fsync's and the periodic commit's job. Its
 // cost is a file written back while it is still being written, which
-// then reads its last chunk back: BenchmarkDirtyExpire, 16 files taking
-// 4 KiB writes in turn with a 1 ms expiry (1000 periods a second), medians
-// of 3 (2026-11-30, 2-core shared VM): 1.56 µs per write without expiry,
-// 4.61 µs with, 4.5 write-backs per MiB; each costs ~200 µs, so at 1 s a
-// file written continuously costs one write-back a second (~0.02% of a
-// core); a file written once and left open costs the write-back its close
-// would have.
+// then reads its last chunk back: a file written continuously costs one
+// such write-back per period, a fraction of a millisecond each, so at 1 s
+// a negligible share of a core; a file written once and left open costs
+// the write-back its close would have. Figures (BenchmarkDirtyExpire) in
+// docs/PERFORMANCE.md, "The volume core".
 //
 // # Data checksums
 //
@@ -201,13 +199,13 @@
 //
 // Files of at most Options.InlineThreshold bytes (default 128) live in an
 // InlineRec and in memory: no block, no device write at creation, no device
-// read. BenchmarkInline, 20,000 files, medians of 3 (2026-11-30, 2-core
-// shared VM): heap per file in blocks 348 B whatever the size; inline 388 B
-// at 64 B, 580 B at 256 B, 1,348 B at 1 KiB; open+read+close 2.7 µs from
-// blocks (page cache; a disk read is ~100 µs) against 1.0 µs inline. Inline
-// data is paid in RAM for the life of the mount, so the default stops where
-// it costs about a name's worth of heap over a block file (and saves a 4 KiB
-// block and a device write per file).
+// read. A file in blocks takes the same heap whatever its size; an inline
+// one takes its size on top of that, and reads faster even than a block
+// file whose blocks the host caches. Inline data is paid in RAM for the
+// life of the mount, so the default stops where it costs about a name's
+// worth of heap over a block file (and saves a 4 KiB block and a device
+// write per file). Figures (BenchmarkInline) in docs/PERFORMANCE.md, "The
+// volume core".
 //
 // # Durability
 //
@@ -290,9 +288,10 @@
 // Volume.mu spins for up to 20 µs before it sleeps, when Go code runs on
 // more than one CPU (spinlock.go): its holds are a few microseconds, and
 // a handler of FUSE over io_uring, locked to its CPU's thread, pays a
-// thread wake-up on another CPU for every sleep. Through the rings this
-// took the deleting steps of `smallfs bench` from 0.61-0.85x of /dev/fuse to
-// 1.03-1.41x (docs/PERFORMANCE.md, "The metadata lock").
+// thread wake-up on another CPU for every sleep. Through the rings the
+// spin is what made the deleting steps of `smallfs bench` as fast as on
+// /dev/fuse or faster, where without it they were slower (figures in
+// docs/PERFORMANCE.md, "The metadata lock").
 //
 // # Checkpoints without a stall
 //
@@ -315,17 +314,13 @@
 // too, so it never sees a checkpoint's blocks before it is current; the
 // snapshot allocates none until its encoding is done.
 //
-// BenchmarkCheckpointStall, 10^6 files, chmod in a loop while checkpoints
-// run, medians of 3 runs of 3 (2026-11-30 17:45 UTC, 2-core shared VM,
-// load 1.2-1.7): the longest chmod is 5.3 ms (runs: 4.9, 17.5, 5.3) during
-// a snapshot checkpoint, against 225 ms under the write lock; 36,036
-// chmods complete during one, against 349. Before the snapshot the
-// periodic checkpoint encoded everything under the read lock: 408 ms on a
-// quiet machine. `go test -run XXX -bench 'CheckpointStall' -benchtime 3x
-// -bench.files 1000000 ./fs/volume`. The encoding itself costs 150-250 ns
-// per file (BenchmarkCheckpointEncode) and allocates the buffer only,
-// 45 MB at 10^6 files; buffer growth by doubling had held single slices
-// for 70-110 ms while it copied, hence the chunks.
+// So changes go on during a periodic checkpoint and wait milliseconds at
+// most, where a checkpoint under the write lock holds them for its whole
+// length, hundreds of milliseconds at 10^6 files. The encoding allocates
+// only its buffer, in chunks: growth by doubling held single slices for
+// tens of milliseconds while it copied. Figures (BenchmarkCheckpointStall,
+// BenchmarkCheckpointEncode) in docs/PERFORMANCE.md, "The volume core" and
+// "The load-time check and the checkpoint guard".
 //
 // # Callbacks
 //
@@ -430,18 +425,15 @@
 //
 // # Memory
 //
-// Figures of BenchmarkMemoryPerFile (heap after GC, 2026-11-30, 2-core
-// shared VM), beyond the name, 10^5 files in one directory: 168 B per
-// file, empty or of 4 KiB (aim 200 B): inode slot 88 B, entry 32 B in the
-// cookie-ordered slice and 16 B per hash-index slot, with slack from slice
-// and map growth. A file whose extent map is one extent from its first
-// block (at most 65,535 blocks: nearly every small file) keeps it in the
-// inode slot and needs no extension, rather than in an extension (112 B)
-// and a map of its own (24 B).
-// `go test ./fs/volume -run XXX -bench MemoryPerFile -benchtime 1x
-// -bench.files 100000 -bench.empty 100000`.
+// A file costs, beyond its name, an inode slot and a directory entry, kept
+// in the directory's cookie-ordered slice and in its hash index, with
+// slack from slice and map growth; the aim is 200 bytes. A file whose
+// extent map is one extent from its first block (at most 65,535 blocks:
+// nearly every small file) keeps it in the inode slot and needs no
+// extension, rather than in an extension and a map of its own.
 // Directories of up to 16 entries have no index (a scan is cheaper than a
-// map). Layer "fs" of Options.Accounting reports the live figures.
+// map). Figures (BenchmarkMemoryPerFile) in docs/PERFORMANCE.md, "Memory
+// per file"; layer "fs" of Options.Accounting reports the live figures.
 //
 // # Costs
 //
@@ -455,16 +447,11 @@
 // adds to it (the pin and its Done).
 // Open: O(records in the checkpoint and in the log since); the checkpoint
 // is read with format.ScanCheckpoint (no allocation per record but the
-// extent maps) and each directory indexed once at its end. 10^6 empty
-// files (2026-11-30, 2-core shared VM, medians of 3, side by side with the
-// code before): 0.61 s CPU / 1.47 s wall after a clean close (was 1.05 /
-// 2.03), 1.07 / 1.85 s after a crash replaying 5·10^5 unlinks (was 1.65 /
-// 2.88). The log is replayed through journal.ReplayScan (format.TxnScanner:
-// no allocation per record): open after that crash, before/after
-// alternated in one run (2026-11-30, loaded 2-core shared VM, medians of
-// 3 of BenchmarkOpen -bench.empty 1000000 -benchtime 1x): 1.29 -> 0.96 s
-// CPU (wall 2.23 -> 2.98 s, too noisy to read). Check and a checkpoint:
-// O(inodes + entries + extents). Figures: docs/PERFORMANCE.md.
+// extent maps) and each directory indexed once at its end; the log is
+// replayed through journal.ReplayScan (format.TxnScanner: no allocation
+// per record). Check and a checkpoint: O(inodes + entries + extents).
+// Figures (BenchmarkOpen and others) in docs/PERFORMANCE.md, "The volume
+// core" and "The load-time check and the checkpoint guard".
 //
 // A file's extent map is one record in one log transaction: a map that
 // would not fit (free space shredded into many small extents) fails its

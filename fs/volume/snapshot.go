@@ -8,9 +8,10 @@ import (
 )
 
 // snapshotBudget bounds one hold of the metadata read lock by the
-// periodic checkpoint: inode slots visited plus records encoded (0.15-0.25
-// µs per file of an inode and an entry here, BenchmarkCheckpointEncode:
-// a hold of about a millisecond).
+// periodic checkpoint: inode slots visited plus records encoded (well
+// under a microsecond per file of an inode and an entry,
+// BenchmarkCheckpointEncode: a hold of about a millisecond; figures in
+// docs/PERFORMANCE.md, "The load-time check and the checkpoint guard").
 const snapshotBudget = 4096
 
 // ckptSnapshot is a periodic checkpoint being encoded while changes go

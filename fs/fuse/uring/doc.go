@@ -20,7 +20,6 @@
 // request. Since Linux 6.5 such a wait counts as iowait, which made an idle
 // mount look I/O-bound in top and /proc/pressure/io; the waits pass
 // IORING_ENTER_NO_IOWAIT where the kernel reports IORING_FEAT_NO_IOWAIT
-// (6.15 and later). Measured 2026-12-01 on the 2-core VM (Linux 6.18.44):
-// an idle mount on the rings went from 696 to 2 iowait ticks of 1,000 over
-// 5 s (/proc/stat).
+// (6.15 and later), and an idle mount then shows next to no iowait
+// (figures in docs/PERFORMANCE.md, "Transports: /dev/fuse and io_uring").
 package uring

@@ -323,15 +323,13 @@ func procsString(n int) string {
 // ring's thread in io_uring_enter, the committer in fdatasync. A
 // goroutine woken or started meanwhile (the reader go-fuse starts when
 // the last one takes a request, an FSYNC's handler) finds no idle P and
-// waits until the runtime takes one back (20 µs or more). The extra P is
-// there for it. On 2 CPUs, against one P on /dev/fuse (the rule before):
-// 1.20-1.30x the files/s in the geometric mean, 1.6-1.9x with fsync
-// after every file; against a P per CPU through io_uring 1.02-1.04x, and
-// with fsync 1.10-1.52x but for 64 KiB appends at 0.87x
-// (docs/PERFORMANCE.md, "Daemon CPUs"). A P per queue
-// is the least the rings need: with fewer, their threads wait for one
-// and the rings gained nothing over /dev/fuse. Not measured above 2
-// CPUs.
+// waits until the runtime takes one back (tens of microseconds). The
+// extra P is there for it. On 2 CPUs it beat one P on /dev/fuse (the rule
+// before), most with fsync after every file; against a P per CPU through
+// io_uring it was level without fsync and ahead with it, but for 64 KiB
+// appends (figures in docs/PERFORMANCE.md, "Daemon CPUs"). A P per queue
+// is the least the rings need: with fewer, their threads wait for one and
+// the rings gained nothing over /dev/fuse. Not measured above 2 CPUs.
 func AutoProcs(cpus int) int {
 	return max(1, cpus) + 1
 }
