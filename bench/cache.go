@@ -1,0 +1,24 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// dropCachesPath is where the kernel takes the request to drop clean
+// caches; a variable so tests can point it elsewhere.
+var dropCachesPath = "/proc/sys/vm/drop_caches"
+
+// dropCaches writes back every dirty page (sync(2)) and then drops the
+// kernel's clean page cache, dentries and inodes (drop_caches 3): the
+// pages of every mount, FUSE ones included, and the host's pages of every
+// image file, so the next read of a file reaches its daemon and the
+// daemon's read reaches the disk. Needs root.
+func dropCaches() error {
+	syscall.Sync()
+	if err := os.WriteFile(dropCachesPath, []byte("3\n"), 0); err != nil {
+		return fmt.Errorf("%w: dropping the caches (needs root): %w", ErrTarget, err)
+	}
+	return nil
+}
