@@ -58,7 +58,7 @@ func (r *Report) summaryOf(target string, size int64) Summary {
 // none, Status says why: the first failure or "unsupported".
 func summarizeOp(op string, ms []Measure) OpSummary {
 	s := OpSummary{Op: op, Status: StatusNotRun}
-	var fps, mbs, rts, cpu []float64
+	var fps, mbs, rts, cpu, gcs []float64
 	reqs := map[string][]float64{}
 	counted := false
 	for _, m := range ms {
@@ -72,6 +72,7 @@ func summarizeOp(op string, ms []Measure) OpSummary {
 		mbs = append(mbs, m.MBPerSec)
 		rts = appendKnown(rts, m.RoundTrips)
 		cpu = appendKnown(cpu, m.CPUPer1000)
+		gcs = appendKnown(gcs, m.GCs)
 		counted = counted || m.Requests != nil
 		for k, v := range m.Requests {
 			reqs[k] = append(reqs[k], v)
@@ -91,7 +92,7 @@ func summarizeOp(op string, ms []Measure) OpSummary {
 	if m := median(mbs); m > 0 {
 		s.MBPerSec = num(m)
 	}
-	s.RoundTrips, s.CPUPer1000 = num(median(rts)), num(median(cpu))
+	s.RoundTrips, s.CPUPer1000, s.GCs = num(median(rts)), num(median(cpu)), num(median(gcs))
 	if counted { // an empty map is a step that cost no request
 		s.Requests = map[string]float64{}
 		for k, v := range reqs {

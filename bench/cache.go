@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -14,11 +16,17 @@ var dropCachesPath = "/proc/sys/vm/drop_caches"
 // kernel's clean page cache, dentries and inodes (drop_caches 3): the
 // pages of every mount, FUSE ones included, and the host's pages of every
 // image file, so the next read of a file reaches its daemon and the
-// daemon's read reaches the disk. Needs root.
+// daemon's read reaches the disk. Needs root: without the right to drop
+// them it returns ErrUnsupported (the cold step is reported n/a), and
+// ErrTarget on any other failure.
 func dropCaches() error {
 	syscall.Sync()
-	if err := os.WriteFile(dropCachesPath, []byte("3\n"), 0); err != nil {
-		return fmt.Errorf("%w: dropping the caches (needs root): %w", ErrTarget, err)
+	err := os.WriteFile(dropCachesPath, []byte("3\n"), 0)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: dropping the caches needs root: %w", ErrUnsupported, err)
 	}
-	return nil
+	return fmt.Errorf("%w: dropping the caches: %w", ErrTarget, err)
 }

@@ -5,12 +5,27 @@
 // # The workload
 //
 // Threads worker threads handle Files files each, FilesPerDir to a
-// directory, every file Size bytes. Sequence lists the fifteen steps —
-// create, read, append, stat, stat-again, chmod, ls-l, setxattr, getxattr,
-// rename, delete-renamed, mkdir, rmdir, swift-put, cleanup — each running over
-// every file of every thread, each leaving the tree the next one needs,
-// and cleanup leaving the directory empty. Every step counts one file per
-// file index, so files/s compare across steps.
+// directory, every file Size bytes. Sequence lists the sixteen steps —
+// create, read, cold-read, append, stat, stat-again, chmod, ls-l, setxattr,
+// getxattr, rename, delete-renamed, mkdir, rmdir, swift-put, cleanup — each
+// running over every file of every thread, each leaving the tree the next
+// one needs, and cleanup leaving the directory empty. Every step counts one
+// file per file index, so files/s compare across steps.
+//
+// read is answered from the kernel's page cache, which create filled: on
+// a FUSE mount it costs OPEN and RELEASE and never reaches the daemon's
+// data path. cold-read reads and checks every file as read does, after
+// dropCaches (sync(2), then drop_caches 3) off the clock: the kernel has
+// forgotten the mount's pages, names and inodes, and the host's pages of
+// an image file, so each file costs a LOOKUP, OPEN, READ and RELEASE and
+// the daemon's read reaches the disk. It runs in every run rather than
+// behind a flag: it is where a FUSE daemon's reads are measured at all,
+// and it costs a run the sync of what create wrote and one read of every
+// file from the disk, a few seconds at the default workload, where a
+// flag would leave the default report without any read the daemon
+// serves. The drop covers the whole machine, so it slows anything else
+// running for a moment, and a target's later steps meet the caches the
+// cold read refilled. Without root the step is n/a.
 //
 // Timing follows smallfile: the threads of a step wait at a barrier, the
 // clock starts when they are released, and the step takes until the last
@@ -64,6 +79,15 @@
 // name, two after the word); until it is there, the target is skipped
 // with a note.
 //
+// With --checksums, "smallfs-nosum" is smallfs mounted as "smallfs" is,
+// on images made with `smallfs mkfs --no-data-checksums` (NoSumsFlag):
+// no checksum of file data, reads spliced from the device unverified,
+// the alternative a user has to verification. smallfs ÷ smallfs-nosum is
+// what verification costs (below 1×) or gains; cold-read is the step
+// where it shows, since every other read is answered from the page cache.
+// The flag is looked up in `smallfs mkfs --help`; until it is there, the
+// target is skipped with a note.
+//
 // Every target is preflighted (mounted and torn down once) before the
 // long run, so a target the machine cannot run is skipped with its reason
 // instead of failing an hour in. Rounds interleave targets (A, B, C, A, B,
@@ -80,7 +104,9 @@
 // For a FUSE daemon, sampled between steps (never inside the clock):
 // CPU seconds per 1000 files (utime+stime from /proc/PID/stat), memory per
 // file (VmRSS from /proc/PID/status after create, divided by the files
-// created), and for smallfs the kernel round trips per file, from the
+// created), and for smallfs the garbage collections the daemon ran during
+// the step (Go's NumGC, from the stats' runtime figures) and the kernel
+// round trips per file, from the
 // daemon's "fuse" accounting layer (counters op-OPCODE; FORGET,
 // BATCH_FORGET and INTERRUPT get no answer and are not round trips). The
 // stats query travels over the daemon's control socket, so it adds no
@@ -141,6 +167,7 @@
 // run (create, append and swift-put each write every file; the images are
 // files in the scratch directory with their blocks allocated up front,
 // removed as each run ends) and
-// take about eight minutes on the shared 2-core machine. The latest
+// take about eight minutes on the shared 2-core machine, plus the
+// cold reads: a sync and a read of every file from the disk per run. The latest
 // figures are in docs/PERFORMANCE.md under "The mounted filesystem".
 package bench

@@ -86,6 +86,8 @@ func (r *Run) Done() int64 {
 // they are released, and the step's time is the end of the slowest thread.
 // A step the filesystem does not support returns ErrUnsupported and
 // changes nothing; any other error leaves the tree as the failure left it.
+// A Cold step first drops the kernel's caches, off the clock; where that
+// is not permitted (not root) the step is ErrUnsupported.
 // Cancelling ctx stops the threads between files with ErrInterrupted.
 func (r *Run) Do(ctx context.Context, op Op) (Result, error) {
 	res := Result{Op: op.Name}
@@ -97,6 +99,12 @@ func (r *Run) Do(ctx context.Context, op Op) (Result, error) {
 		// after the threads have started.
 		r.stop.Store(true)
 		return res, ErrInterrupted
+	}
+	if op.Cold {
+		// Before the threads start: sync and the drop are not timed.
+		if err := dropCaches(); err != nil {
+			return res, fmt.Errorf("%s: %w", op.Name, err)
+		}
 	}
 	stopWatch := context.AfterFunc(ctx, func() { r.stop.Store(true) })
 	defer stopWatch()

@@ -65,6 +65,7 @@ func count(t *testing.T, m map[string]string, pattern, prefix string) int {
 }
 
 func TestSequenceDoesWhatEachStepSays(t *testing.T) {
+	fakeDropCaches(t)
 	root := t.TempDir()
 	r, err := Prepare(root, smallWorkload)
 	if err != nil {
@@ -84,6 +85,11 @@ func TestSequenceDoesWhatEachStepSays(t *testing.T) {
 		"read": func(m map[string]string) {
 			if n := count(t, m, files, "f "+size+" "); n != total {
 				t.Errorf("read changed the files: %d of size %s", n, size)
+			}
+		},
+		"cold-read": func(m map[string]string) {
+			if n := count(t, m, files, "f "+size+" "); n != total {
+				t.Errorf("cold-read changed the files: %d of size %s", n, size)
 			}
 		},
 		"append": func(m map[string]string) {

@@ -18,6 +18,7 @@ type config struct {
 	rounds      int
 	targets     []string
 	pools       bool
+	checksums   bool
 	jsonPath    string
 	svgPath     string
 	scratch     string
@@ -33,11 +34,13 @@ func DefaultTargets() []string { return []string{"smallfs", "loopback", "ext4-lo
 
 const usage = `Usage: smallfs bench [FLAGS] [TARGET...]
 
-Runs a smallfile-style sequence (create, read, append, stat, stat-again,
-chmod, ls-l, setxattr, getxattr, rename, delete-renamed, mkdir, rmdir,
-swift-put, cleanup) on each TARGET, interleaved over the rounds, and prints
-the median files/s per operation, the spread between rounds, and the ratio
-of the base target (smallfs) to each other one.
+Runs a smallfile-style sequence (create, read, cold-read, append, stat,
+stat-again, chmod, ls-l, setxattr, getxattr, rename, delete-renamed, mkdir,
+rmdir, swift-put, cleanup) on each TARGET, interleaved over the rounds,
+and prints the median files/s per operation, the spread between rounds,
+and the ratio of the base target (smallfs) to each other one. cold-read
+reads every file again after dropping the kernel's caches (sync,
+drop_caches), so the reads reach each filesystem and its disk.
 
 Targets (default: smallfs loopback ext4-loop):
   smallfs     mkfs an image in the scratch directory, mount it, run,
@@ -71,6 +74,7 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	noVerify := fs.Bool("no-verify", false, "do not check the bytes read back")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds; each runs every size on every target")
 	fs.BoolVar(&c.pools, "pools", false, "also run smallfs with -o "+PoolOption+" (target smallfs-nopool)")
+	fs.BoolVar(&c.checksums, "checksums", false, "also run smallfs on images made with mkfs "+NoSumsFlag+" (target smallfs-nosum: reads spliced, unverified)")
 	fs.StringVar(&c.jsonPath, "json", "", "write the full report as JSON to `FILE`")
 	fs.StringVar(&c.svgPath, "svg", "", "write a chart of files/s per operation as SVG to `FILE`")
 	fs.StringVar(&c.scratch, "scratch", "", "make the scratch directory in `DIR` (default $TMPDIR)")

@@ -209,25 +209,30 @@ func setupTargets(ctx context.Context, c *config, s *scratch, rep *Report, prog 
 }
 
 // smallfsTargets is "smallfs" and, with --pools, "smallfs-nopool" when
-// the command offers PoolOption; "smallfs" then runs with the pools on
-// explicitly where it can say so.
+// the command offers PoolOption ("smallfs" then runs with the pools on
+// explicitly where it can say so), and with --checksums "smallfs-nosum"
+// when its mkfs offers NoSumsFlag.
 func smallfsTargets(ctx context.Context, c *config, bin string, s *scratch, skip func(string, error)) []Target {
-	if !c.pools {
-		return []Target{newSmallfs("smallfs", bin, c.smallfsOpts, s)}
-	}
-	offered, on := poolOptions(ctx, bin)
-	if !offered {
-		skip("smallfs-nopool", fmt.Errorf("n/a: %s has no -o %s yet", bin, PoolOption))
-		return []Target{newSmallfs("smallfs", bin, c.smallfsOpts, s)}
-	}
 	opts := c.smallfsOpts
-	if on {
-		opts = joinOpts(opts, poolOnOption)
+	var extra []Target
+	if c.pools {
+		if offered, on := poolOptions(ctx, bin); !offered {
+			skip("smallfs-nopool", fmt.Errorf("n/a: %s has no -o %s yet", bin, PoolOption))
+		} else {
+			if on {
+				opts = joinOpts(opts, poolOnOption)
+			}
+			extra = append(extra, newSmallfs("smallfs-nopool", bin, joinOpts(c.smallfsOpts, PoolOption), s))
+		}
 	}
-	return []Target{
-		newSmallfs("smallfs", bin, opts, s),
-		newSmallfs("smallfs-nopool", bin, joinOpts(c.smallfsOpts, PoolOption), s),
+	if c.checksums {
+		if mkfsOffers(ctx, bin, NoSumsFlag) {
+			extra = append(extra, newSmallfs("smallfs-nosum", bin, opts, s, NoSumsFlag))
+		} else {
+			skip("smallfs-nosum", fmt.Errorf("n/a: %s mkfs has no %s", bin, NoSumsFlag))
+		}
 	}
+	return append([]Target{newSmallfs("smallfs", bin, opts, s)}, extra...)
 }
 
 func smallfsBinaryFor(ctx context.Context, c *config, s *scratch) (string, error) {

@@ -101,11 +101,18 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	sm := rep.Runs[0]
-	if sm.Target != "smallfs" || sm.MemPerFile == nil || sm.MemGrowthPerFile == nil || sm.Ops[0].RoundTrips == nil || sm.Ops[0].CPUPer1000 == nil {
+	if sm.Target != "smallfs" || sm.MemPerFile == nil || sm.MemGrowthPerFile == nil || sm.Ops[0].RoundTrips == nil || sm.Ops[0].CPUPer1000 == nil || sm.Ops[0].GCs == nil {
 		t.Errorf("smallfs run lacks the daemon's figures: %+v", sm)
 	}
 	if rt := sm.Ops[0].Requests; rt["CREATE"] != 1 {
 		t.Errorf("smallfs create: %v CREATE requests per file, want 1", rt["CREATE"])
+	}
+	// A cold read reaches the daemon: the kernel has neither the pages
+	// nor the names any more.
+	for _, m := range sm.Ops {
+		if m.Op == "cold-read" && (m.Requests["READ"] < 1 || m.Requests["LOOKUP"] < 1) {
+			t.Errorf("smallfs cold-read: requests per file %v, want a READ and a LOOKUP of each file", m.Requests)
+		}
 	}
 	if lb := rep.Runs[1]; lb.Target != "loopback" || lb.MemPerFile == nil || lb.Ops[0].RoundTrips != nil {
 		t.Errorf("loopback: want memory per file and no request counts: %+v", lb)

@@ -17,13 +17,17 @@ type Op struct {
 	Data bool
 	// Xattr is set for steps that need extended attributes.
 	Xattr bool
-	run   func(t *thread) error
+	// Cold is set for steps that start from cold caches: Do drops the
+	// kernel's caches (dropCaches) before the step's clock starts.
+	Cold bool
+	run  func(t *thread) error
 }
 
 // Sequence is the whole run, in order:
 //
 //	create          open O_CREAT|O_EXCL, write Size bytes, [fsync,] close
 //	read            open, read Size bytes, check them, close
+//	cold-read       the same after the kernel's caches are dropped
 //	append          open O_APPEND, write Size bytes, [fsync,] close
 //	stat            lstat, check size and type
 //	stat-again      the same: attributes the kernel already holds
@@ -46,9 +50,11 @@ func Sequence() []Op {
 	}
 	data := func(op Op) Op { op.Data = true; return op }
 	xattr := func(op Op) Op { op.Xattr = true; return op }
+	cold := func(op Op) Op { op.Cold = true; return op }
 	return []Op{
 		data(file("create", (*thread).create)),
 		data(file("read", (*thread).read)),
+		cold(data(file("cold-read", (*thread).read))),
 		data(file("append", (*thread).appendOp)),
 		file("stat", (*thread).stat),
 		file("stat-again", (*thread).stat),

@@ -103,6 +103,9 @@ type Measure struct {
 	RoundTrips *float64           `json:"round_trips_per_file,omitempty"`
 	Requests   map[string]float64 `json:"requests_per_file"`
 	CPUPer1000 *float64           `json:"cpu_sec_per_1000_ops,omitempty"`
+	// GCs is the daemon's garbage collections during the step; null
+	// when the daemon does not report them (all but smallfs).
+	GCs *float64 `json:"gc_cycles,omitempty"`
 }
 
 // Summary is one target at one file size over the rounds.
@@ -126,7 +129,8 @@ type OpSummary struct {
 	RoundTrips  *float64           `json:"round_trips_per_file,omitempty"`
 	Requests    map[string]float64 `json:"requests_per_file"`
 	CPUPer1000  *float64           `json:"cpu_sec_per_1000_ops,omitempty"`
-	Status      string             `json:"status"` // ok, or why there is no figure
+	GCs         *float64           `json:"gc_cycles,omitempty"` // median
+	Status      string             `json:"status"`              // ok, or why there is no figure
 }
 
 // Ratio is Base's median files/s over Other's, per step, at one size.

@@ -155,6 +155,9 @@ func measure(res Result, before, after Sample) Measure {
 	}
 	if before.hasProc() && after.hasProc() && before.Pid == after.Pid {
 		m.CPUPer1000 = num((after.CPU - before.CPU).Seconds() / files * 1000)
+		if before.HasGCs && after.HasGCs && after.GCs >= before.GCs {
+			m.GCs = num(float64(after.GCs - before.GCs))
+		}
 	}
 	return m
 }

@@ -8,9 +8,9 @@ import (
 
 func TestMeasureCountsRoundTripsAndCPU(t *testing.T) {
 	before := Sample{Pid: 7, CPU: time.Second, RSS: 1 << 20,
-		Requests: map[string]uint64{"LOOKUP": 10, "CREATE": 5, "FORGET": 3}}
+		Requests: map[string]uint64{"LOOKUP": 10, "CREATE": 5, "FORGET": 3}, GCs: 4, HasGCs: true}
 	after := Sample{Pid: 7, CPU: 3 * time.Second, RSS: 2 << 20,
-		Requests: map[string]uint64{"LOOKUP": 110, "CREATE": 105, "FORGET": 53, "WRITE": 100}}
+		Requests: map[string]uint64{"LOOKUP": 110, "CREATE": 105, "FORGET": 53, "WRITE": 100}, GCs: 9, HasGCs: true}
 	m := measure(Result{Op: "create", Files: 100, Bytes: 409600, Elapsed: time.Second / 2}, before, after)
 	if m.FilesPerSec != 200 || m.MBPerSec != 409600/1e6*2 {
 		t.Errorf("rates %v files/s %v MB/s, want 200 and %v", m.FilesPerSec, m.MBPerSec, 409600/1e6*2)
@@ -22,10 +22,18 @@ func TestMeasureCountsRoundTripsAndCPU(t *testing.T) {
 	if val(m.CPUPer1000) != 20 {
 		t.Errorf("CPU per 1000 ops %v, want 20 (2 s over 100 files)", val(m.CPUPer1000))
 	}
+	if val(m.GCs) != 5 {
+		t.Errorf("GC cycles %v, want 5", val(m.GCs))
+	}
+	before.HasGCs = false // a daemon that does not report them
+	if m := measure(Result{Op: "create", Files: 100, Elapsed: time.Second}, before, after); m.GCs != nil {
+		t.Errorf("GC cycles %v from a daemon that does not report them, want none", val(m.GCs))
+	}
+	before.HasGCs = true
 	// a daemon that restarted between samples, or one without counters
 	after.Pid, after.Requests = 8, nil
 	m = measure(Result{Op: "create", Files: 100, Elapsed: time.Second}, before, after)
-	if m.RoundTrips != nil || m.Requests != nil || m.CPUPer1000 != nil {
+	if m.RoundTrips != nil || m.Requests != nil || m.CPUPer1000 != nil || m.GCs != nil {
 		t.Errorf("figures across another daemon or without counters: %+v", m)
 	}
 }

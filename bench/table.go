@@ -125,8 +125,8 @@ func (r *Report) writeRates(w io.Writer, size int64) {
 }
 
 // writeDaemons prints, for targets with a daemon, the FUSE round trips per
-// file with the busiest opcodes, the daemon's CPU per 1000 files, and its
-// memory per file after create.
+// file with the busiest opcodes, the daemon's CPU per 1000 files and its
+// garbage collections in the step, and its memory per file after create.
 func (r *Report) writeDaemons(w io.Writer, size int64) {
 	for _, t := range r.Targets {
 		s, _ := r.find(t.Name, size)
@@ -136,9 +136,9 @@ func (r *Report) writeDaemons(w io.Writer, size int64) {
 		fmt.Fprintf(w, "\n%s daemon, %s: memory per file after create %s (RSS ÷ files; growth during create %s)\n",
 			t.Name, sizeName(size), bytesCell(s.MemPerFile), bytesCell(s.MemGrowthPerFile))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		row(tw, []string{"op", "round trips/file", "requests/file", "CPU s/1000 ops"})
+		row(tw, []string{"op", "round trips/file", "requests/file", "CPU s/1000 ops", "GC cycles"})
 		for _, o := range s.Ops {
-			row(tw, []string{o.Op, numCell(o.RoundTrips, 2), requestsCell(o.Requests), numCell(o.CPUPer1000, 3)})
+			row(tw, []string{o.Op, numCell(o.RoundTrips, 2), requestsCell(o.Requests), numCell(o.CPUPer1000, 3), numCell(o.GCs, 0)})
 		}
 		tw.Flush()
 	}

@@ -32,6 +32,10 @@ type Sample struct {
 	// Requests counts the kernel's FUSE requests by opcode; nil when the
 	// daemon does not report them.
 	Requests map[string]uint64
+	// GCs is the daemon's garbage collections so far (Go's NumGC), known
+	// when HasGCs is set (smallfs reports it).
+	GCs    uint32
+	HasGCs bool
 	// Err is why a figure is missing (a stats query failed), for the report.
 	Err error
 	// Detached is set when Pid is not the bench's child, so its CPU is

@@ -25,6 +25,12 @@ const PoolOption = "iobuf_pool=off"
 // lists "on" among the option's values.
 const poolOnOption = "iobuf_pool=on"
 
+// NoSumsFlag is the mkfs flag of the "smallfs-nosum" target (--checksums):
+// an image that keeps no checksum of file data, whose reads are spliced
+// from the device unverified. The bench looks for it in `smallfs mkfs
+// --help` and skips the target until the command offers it.
+const NoSumsFlag = "--no-data-checksums"
+
 // smallfsTarget drives the real command: mkfs an image, mount it (the
 // daemon goes to the background), read its figures with `smallfs stats
 // --json`, unmount, and fsck.
@@ -32,6 +38,7 @@ type smallfsTarget struct {
 	name string
 	bin  string
 	opts string // extra -o options
+	mkfs []string
 	s    *scratch
 	img  string
 	mnt  string
@@ -44,13 +51,18 @@ type smallfsTarget struct {
 	transport string
 }
 
-func newSmallfs(name, bin, opts string, s *scratch) *smallfsTarget {
-	return &smallfsTarget{name: name, bin: bin, opts: opts, s: s}
+// newSmallfs is the target name mounting with -o opts images that mkfs
+// makes with the flags given after the defaults.
+func newSmallfs(name, bin, opts string, s *scratch, mkfs ...string) *smallfsTarget {
+	return &smallfsTarget{name: name, bin: bin, opts: opts, s: s, mkfs: mkfs}
 }
 
 func (t *smallfsTarget) Name() string { return t.name }
 func (t *smallfsTarget) Detail() string {
 	d := "smallfs on an image file (" + t.bin + "; preallocate=" + t.s.prealloc.String() + ")"
+	if len(t.mkfs) > 0 {
+		d += ", mkfs " + strings.Join(t.mkfs, " ")
+	}
 	if t.opts != "" {
 		d += ", -o " + t.opts
 	}
@@ -65,7 +77,8 @@ func (t *smallfsTarget) Mount(ctx context.Context, space int64) (string, error) 
 	// log_file option below.
 	t.img = t.s.path(pathSafe(t.name), ".img")
 	t.mnt = strings.TrimSuffix(t.img, ".img")
-	if _, err := command(ctx, 5*time.Minute, t.bin, "mkfs", "--size", strconv.FormatInt(space, 10), "--preallocate", t.s.prealloc.String(), t.img); err != nil {
+	args := append([]string{"mkfs", "--size", strconv.FormatInt(space, 10), "--preallocate", t.s.prealloc.String()}, t.mkfs...)
+	if _, err := command(ctx, 5*time.Minute, t.bin, append(args, t.img)...); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrTarget, err)
 	}
 	if err := mkdirFresh(t.mnt); err != nil {
@@ -95,6 +108,9 @@ type daemonStats struct {
 	Transport  *struct {
 		Kind string `json:"kind"`
 	} `json:"transport"`
+	Runtime *struct {
+		GCs uint32 `json:"gcs"`
+	} `json:"runtime"`
 }
 
 func (t *smallfsTarget) stats() (daemonStats, error) {
@@ -122,6 +138,9 @@ func (t *smallfsTarget) Sample() Sample {
 	}
 	if st.Pid > 0 {
 		s.Pid, t.pid = st.Pid, st.Pid
+	}
+	if st.Runtime != nil {
+		s.GCs, s.HasGCs = st.Runtime.GCs, true
 	}
 	if layer, ok := st.Accounting.Layer("fuse"); ok {
 		s.Requests = map[string]uint64{}
@@ -187,6 +206,17 @@ func poolOptions(ctx context.Context, bin string) (offered, on bool) {
 	name, _, _ := strings.Cut(PoolOption, "=")
 	spec, offered := helpOptions(out)[name]
 	return offered, slices.Contains(strings.Split(spec, "|"), "on")
+}
+
+// mkfsOffers tells whether bin's `mkfs --help` lists flag.
+func mkfsOffers(ctx context.Context, bin, flag string) bool {
+	out, _ := command(ctx, 30*time.Second, bin, "mkfs", "--help")
+	for _, line := range strings.Split(out, "\n") {
+		if f, _, _ := strings.Cut(strings.TrimSpace(line), " "); f == flag {
+			return true
+		}
+	}
+	return false
 }
 
 // helpOptions reads the options a help text lists, name to value spec

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +69,43 @@ func TestPoolsFollowTheHelp(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--pools", "--smallfs-opts", "debug,iobuf_pool=off"}, io.Discard); !errors.Is(err, ErrUsage) {
 		t.Errorf("--pools with iobuf_pool in --smallfs-opts: %v, want a usage error", err)
+	}
+}
+
+// --checksums adds "smallfs-nosum", mounted as "smallfs" is and made by
+// mkfs with NoSumsFlag, once `smallfs mkfs --help` lists the flag; before
+// that it is skipped with the reason.
+func TestChecksumsFollowTheMkfsHelp(t *testing.T) {
+	for _, c := range []struct {
+		line   string
+		nosum  bool
+		reason string
+	}{
+		{"  --no-data-checksums  keep no checksum of file data", true, ""},
+		{"  --force              overwrite what DEVICE holds", false, "smallfs-nosum: n/a"},
+	} {
+		bin := filepath.Join(t.TempDir(), "smallfs")
+		script := "#!/bin/sh\n[ \"$1 $2\" = 'mkfs --help' ] || exit 2\ncat <<'END'\nFlags:\n" + c.line + "\nEND\n"
+		if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var skipped []string
+		ts := smallfsTargets(context.Background(), &config{checksums: true, smallfsOpts: "x=1"}, bin, &scratch{},
+			func(name string, err error) { skipped = append(skipped, name+": "+err.Error()) })
+		got := map[string]string{}
+		for _, tg := range ts {
+			st := tg.(*smallfsTarget)
+			got[st.Name()] = st.opts + " mkfs" + strings.Join(append([]string{""}, st.mkfs...), " ")
+		}
+		want := map[string]string{"smallfs": "x=1 mkfs"}
+		if c.nosum {
+			want["smallfs-nosum"] = "x=1 mkfs " + NoSumsFlag
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("help %q: targets %v, want %v", c.line, got, want)
+		}
+		if c.reason == "" && len(skipped) != 0 || c.reason != "" && (len(skipped) != 1 || !strings.HasPrefix(skipped[0], c.reason)) {
+			t.Errorf("help %q: skipped %v, want %q", c.line, skipped, c.reason)
+		}
 	}
 }
