@@ -80,3 +80,59 @@ func (r *devRead) Done() {
 	*r = devRead{}
 	devReads.Put(r)
 }
+
+// bytesRead is the reply to a READ whose bytes are in memory, nearly
+// always in the request's own reply buffer (Read reads into it). It is a
+// withSlice result for go-fuse, so /dev/fuse writes it with one writev
+// instead of first trying, and failing, to splice it through a pipe
+// (three system calls more, for a result that is not a descriptor), and
+// a withReadv one for the rings' ProtocolServer, which then copies
+// nothing when the bytes already are the ring's payload buffer. Pooled
+// like devRead; a reply of no bytes is the shared noBytes, since go-fuse
+// calls no Done for an empty payload.
+type bytesRead struct {
+	s [1][]byte
+}
+
+var (
+	bytesReads = sync.Pool{New: func() any { return new(bytesRead) }}
+	noBytes    = fuse.ReadResultData(nil)
+)
+
+func newBytesRead(b []byte) fuse.ReadResult {
+	if len(b) == 0 {
+		return noBytes
+	}
+	r := bytesReads.Get().(*bytesRead)
+	r.s[0] = b
+	return r
+}
+
+func (r *bytesRead) Size() int { return len(r.s[0]) }
+
+func (r *bytesRead) Bytes([]byte) ([]byte, fuse.Status) { return r.s[0], fuse.OK }
+
+// Slices is what /dev/fuse's write sends after the headers.
+func (r *bytesRead) Slices() ([][]byte, fuse.Status) { return r.s[:], fuse.OK }
+
+// Readv copies the bytes into dst, the reply's payload, unless they are
+// there already.
+func (r *bytesRead) Readv(dst [][]byte) (int, fuse.Status) {
+	b := r.s[0]
+	if len(dst) == 1 && len(dst[0]) >= len(b) && &dst[0][0] == &b[0] {
+		return len(b), fuse.OK
+	}
+	n := 0
+	for _, d := range dst {
+		if n == len(b) {
+			break
+		}
+		n += copy(d, b[n:])
+	}
+	return n, fuse.OK
+}
+
+func (r *bytesRead) Done() {
+	r.s[0] = nil
+	bytesReads.Put(r)
+}

@@ -87,10 +87,12 @@ func (fs *fileSystem) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 var errBadHandle = fmt.Errorf("unknown file handle: %w", syscall.EBADF)
 
 // Read answers from the device without copying when the range is one
-// contiguous extent (the kernel splices it from the device fd), and from
-// the volume's memory for inline files, dirty data and holes. A device
-// range goes out as a devRead, which holds the range's blocks until the
-// reply is written.
+// contiguous extent on a volume that does not verify reads (the kernel
+// splices it from the device fd); otherwise the volume reads the bytes
+// into buf, the request's reply buffer (on io_uring, the ring's payload
+// buffer itself), checking them where it keeps checksums. A device range
+// goes out as a devRead, which holds the range's blocks until the reply is
+// written; bytes as a bytesRead.
 func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	start := fs.begin(opRead)
 	r, err := fs.acquire(in.Fh, volume.Ino(in.NodeId), false)
@@ -103,20 +105,23 @@ func (fs *fileSystem) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 	fs.accessed(in.NodeId, fs.fileAtime)
 	off, n := int64(in.Offset), min(int(in.Size), len(buf))
 	if fs.devFd >= 0 {
-		p, err := r.h.ReadPlan(off, n)
+		p, err := r.h.ReadPlan(off, buf[:n])
 		if err != nil {
 			return nil, fs.done(opRead, start, in.NodeId, err)
 		}
 		if p.Bytes == nil && p.Len > 0 {
 			return fs.newDevRead(in.NodeId, uintptr(fs.devFd), p), fs.done(opRead, start, in.NodeId, nil)
 		}
-		return fuse.ReadResultData(p.Bytes), fs.done(opRead, start, in.NodeId, nil)
+		return newBytesRead(p.Bytes), fs.done(opRead, start, in.NodeId, nil)
 	}
 	m, err := r.h.ReadAt(buf[:n], off)
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
-	return fuse.ReadResultData(buf[:m]), fs.done(opRead, start, in.NodeId, err)
+	if err != nil {
+		return nil, fs.done(opRead, start, in.NodeId, err)
+	}
+	return newBytesRead(buf[:m]), fs.done(opRead, start, in.NodeId, nil)
 }
 
 func (fs *fileSystem) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {

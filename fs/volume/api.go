@@ -52,7 +52,7 @@ import (
 //	(*Volume) Tmpfile(ctx Context, dir Ino, mode uint32, flags uint32) (Attr, *Handle, error) // O_TMPFILE: nlink 0; Link names it unless O_EXCL
 //	(*Volume) OpenFile(ino Ino, flags uint32) (*Handle, error)
 //	(*Handle) ReadAt(p []byte, off int64) (int, error)   // holes read as zeros; short + io.EOF at EOF
-//	(*Handle) ReadPlan(off int64, n int) (ReadPlan, error) // zero-copy: device range (pinned until Done), or bytes
+//	(*Handle) ReadPlan(off int64, p []byte) (ReadPlan, error) // zero-copy: device range (pinned until Done), or bytes read into p
 //	(*ReadPlan) Done()                                   // after the last read of the plan's device range
 //	(*Handle) WriteAt(p []byte, off int64) (int, error)  // O_APPEND handled by caller offset
 //	(*Handle) WriteAtFlags(p []byte, off int64, f WriteFlags) (n int, cleared bool, err error) // WriteKillPriv: clear privileges first, atomically
@@ -162,8 +162,9 @@ type StatFS struct {
 	NameMax     uint32
 }
 
-// ReadPlan says how to answer a read: Bytes is set when the data is in
-// memory (inline files, dirty buffers, holes); otherwise DevOff/Len is one
+// ReadPlan says how to answer a read: Bytes is set when the data was read
+// into the caller's buffer (inline files, dirty buffers, holes, and every
+// read of a volume that verifies them); otherwise DevOff/Len is one
 // contiguous device range the caller may read directly (zero-copy).
 //
 // A device range stays the file's until Done: its blocks may be freed

@@ -532,8 +532,9 @@ func BenchmarkReadPlan(b *testing.B) {
 				}
 				defer h.Release()
 				var off int64
+				buf := make([]byte, 4096)
 				for pb.Next() {
-					p, err := h.ReadPlan(off, 4096)
+					p, err := h.ReadPlan(off, buf)
 					if err != nil || p.Len != 4096 {
 						b.Errorf("plan: %v, device length %d", err, p.Len)
 						return

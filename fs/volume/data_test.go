@@ -272,8 +272,11 @@ func TestReadPlan(t *testing.T) {
 	f := writeFile(t, sv, RootIno, "f", pattern(10000, 7))
 	hs := must[*Handle](t)(sv.OpenFile(f, syscall.O_RDONLY))
 	defer hs.Release()
-	if p := must[ReadPlan](t)(hs.ReadPlan(100, 5000)); !bytes.Equal(p.Bytes, pattern(10000, 7)[100:5100]) {
+	buf := make([]byte, 5000)
+	if p := must[ReadPlan](t)(hs.ReadPlan(100, buf)); !bytes.Equal(p.Bytes, pattern(10000, 7)[100:5100]) {
 		t.Fatalf("plan on a volume with block checksums: %d bytes at device offset %d", len(p.Bytes), p.DevOff)
+	} else if &p.Bytes[0] != &buf[0] {
+		t.Fatal("the plan's bytes are not in the buffer given")
 	}
 
 	v := newTestVolumeSizeMkfs(t, 64<<20, Options{}, MkfsOptions{NoBlockSums: true})
@@ -281,7 +284,7 @@ func TestReadPlan(t *testing.T) {
 	ino := writeFile(t, v, RootIno, "f", data)
 	h := must[*Handle](t)(v.OpenFile(ino, syscall.O_RDWR))
 	defer h.Release()
-	p := must[ReadPlan](t)(h.ReadPlan(100, 5000))
+	p := must[ReadPlan](t)(h.ReadPlan(100, make([]byte, 5000)))
 	if p.Bytes != nil || p.Len != 5000 {
 		t.Fatalf("plan of committed data %+v", p)
 	}
@@ -292,7 +295,7 @@ func TestReadPlan(t *testing.T) {
 	}
 	p.Done()
 	must[int](t)(h.WriteAt([]byte("new"), 200))
-	p = must[ReadPlan](t)(h.ReadPlan(9000, 5000))
+	p = must[ReadPlan](t)(h.ReadPlan(9000, make([]byte, 5000)))
 	if p.Len != 0 || len(p.Bytes) != 1000 || !bytes.Equal(p.Bytes[:3], data[9000:9003]) {
 		t.Fatalf("plan over dirty data at the end: len %d, %d bytes", p.Len, len(p.Bytes))
 	}
@@ -441,6 +444,40 @@ func TestNewChunkZeroedPastWrite(t *testing.T) {
 		ok(t, h.Release())
 		if !bytes.Equal(readFile(t, v, a.Ino), want) {
 			t.Fatalf("%d bytes: an overwrite from the chunk's start lost the rest of the chunk", size)
+		}
+	}
+}
+
+// TestReadsDoNotAllocate: a read of committed data that reaches the
+// device, verified or spliced, allocates nothing in the steady state:
+// ReadAt and a plan's bytes go into the caller's buffer, a plan's range
+// is pinned without an allocation, and a range that does not cover whole
+// blocks is read through a pooled buffer.
+func TestReadsDoNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops puts on purpose under -race")
+	}
+	for _, sums := range []bool{true, false} {
+		v := newTestVolumeSizeMkfs(t, 64<<20, Options{CommitInterval: -1}, MkfsOptions{NoBlockSums: !sums})
+		for _, size := range []int{4 << 10, 64 << 10, 1 << 20, 5000} {
+			ino := writeFile(t, v, RootIno, "f"+strconv.Itoa(size), pattern(size, 3))
+			ok(t, v.Sync())
+			h := must[*Handle](t)(v.OpenFile(ino, syscall.O_RDONLY))
+			buf := make([]byte, size)
+			for name, read := range map[string]func(){
+				"ReadAt":       func() { must[int](t)(h.ReadAt(buf, 0)) },
+				"ReadAt, part": func() { must[int](t)(h.ReadAt(buf[:100], 10)) },
+				"ReadPlan": func() {
+					p := must[ReadPlan](t)(h.ReadPlan(0, buf))
+					p.Done()
+				},
+			} {
+				read() // warm the pools
+				if n := testing.AllocsPerRun(20, read); n != 0 {
+					t.Errorf("checksums %v, %d-byte file, %s: %v allocations, want 0", sums, size, name, n)
+				}
+			}
+			ok(t, h.Release())
 		}
 	}
 }

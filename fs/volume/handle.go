@@ -158,19 +158,23 @@ func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
 	return int(k), nil
 }
 
-// ReadPlan says how to answer a read of n bytes at off without copying
-// when it can: one contiguous device range when the bytes are committed in
-// one extent, else the bytes themselves (inline data, dirty data, holes,
-// or a mix). Short at the end of the file; Len 0 and no Bytes at or past it.
-// The device range is read after the call returns, with no lock held: its
+// ReadPlan says how to answer a read of len(p) bytes at off without
+// copying when it can: one contiguous device range when the bytes are
+// committed in one extent on a volume that does not verify reads, else the
+// bytes themselves, read into p (inline data, dirty data, holes, verified
+// blocks, or a mix): Bytes is then p[:k]. p is the caller's, the reply
+// buffer it will send, so a read copied into memory needs no buffer of its
+// own. Short at the end of the file; Len 0 and no Bytes at or past it. The
+// device range is read after the call returns, with no lock held: its
 // blocks are pinned (readpin.go) until the caller calls the plan's Done.
-func (h *Handle) ReadPlan(off int64, n int) (ReadPlan, error) {
+func (h *Handle) ReadPlan(off int64, p []byte) (ReadPlan, error) {
 	if h.closed.Load() || !h.read {
 		return ReadPlan{}, opErr("read", "", ErrBadHandle)
 	}
-	if off < 0 || n < 0 {
+	if off < 0 {
 		return ReadPlan{}, opErr("read", "", ErrInvalid)
 	}
+	n := len(p)
 	h.fd.mu.RLock()
 	defer h.fd.mu.RUnlock()
 	size := h.fd.size.Load()
@@ -184,7 +188,7 @@ func (h *Handle) ReadPlan(off int64, n int) (ReadPlan, error) {
 		p.gate, p.pin = h.v.space, h.v.space.pinRead(h.ino)
 		return p, nil
 	}
-	b := make([]byte, k)
+	b := p[:k]
 	if err := h.v.readAt(h.n, h.fd, b, uint64(off)); err != nil {
 		return ReadPlan{}, h.v.reportChecksum(h.ino, err)
 	}

@@ -37,7 +37,7 @@ func TestReadPlanPinsBlocks(t *testing.T) {
 	a := writeFile(t, v, d.Ino, "a", old)
 
 	h := must[*Handle](t)(v.OpenFile(a, syscall.O_RDWR))
-	p := must[ReadPlan](t)(h.ReadPlan(0, size))
+	p := must[ReadPlan](t)(h.ReadPlan(0, make([]byte, size)))
 	if p.Bytes != nil || p.Len != size {
 		t.Fatalf("plan of a committed extent: %d bytes in memory, device length %d", len(p.Bytes), p.Len)
 	}
@@ -80,7 +80,7 @@ func TestReadPlanPinsBlocks(t *testing.T) {
 	c := writeFile(t, v, f.Ino, "c", other)
 	hc := must[*Handle](t)(v.OpenFile(c, syscall.O_RDONLY))
 	defer hc.Release()
-	pc := must[ReadPlan](t)(hc.ReadPlan(0, size))
+	pc := must[ReadPlan](t)(hc.ReadPlan(0, make([]byte, size)))
 	defer pc.Done()
 	if pc.DevOff != p.DevOff {
 		t.Errorf("after Done, a file at the same home placed at byte %d, want the freed range at %d", pc.DevOff, p.DevOff)
@@ -180,7 +180,7 @@ func TestPinnedReadStallsNoCommit(t *testing.T) {
 	const size = 64 << 10
 	a := writeFile(t, v, RootIno, "a", pattern(size, 1))
 	ha := must[*Handle](t)(v.OpenFile(a, syscall.O_RDONLY))
-	p := must[ReadPlan](t)(ha.ReadPlan(0, size))
+	p := must[ReadPlan](t)(ha.ReadPlan(0, make([]byte, size)))
 	ok(t, ha.Release())
 	ok(t, v.Unlink(root, RootIno, "a"))
 	for i := range 20 {
@@ -272,7 +272,7 @@ func TestPinnedReadsConcurrent(t *testing.T) {
 					errs <- err
 					return
 				}
-				p, err := h.ReadPlan(0, size)
+				p, err := h.ReadPlan(0, make([]byte, size))
 				if err = errors.Join(err, h.Release()); err != nil {
 					errs <- err
 					return
@@ -314,7 +314,7 @@ func TestWriteWaitsForPinnedReads(t *testing.T) {
 		t.Helper()
 		a := must[Attr](t)(v.Lookup(root, RootIno, name))
 		h := must[*Handle](t)(v.OpenFile(a.Ino, syscall.O_RDONLY))
-		p := must[ReadPlan](t)(h.ReadPlan(0, len(data)))
+		p := must[ReadPlan](t)(h.ReadPlan(0, make([]byte, len(data))))
 		ok(t, h.Release())
 		ok(t, v.Unlink(root, RootIno, name))
 		ok(t, v.durableFrees())

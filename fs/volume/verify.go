@@ -85,6 +85,9 @@ func (v *Volume) verify(b []byte, block, off uint64) error {
 // reportChecksum names the file of a checksum mismatch a read of ino met,
 // and logs it once, with its path where one can be named. It returns err.
 func (v *Volume) reportChecksum(ino Ino, err error) error {
+	if err == nil { // errors.As would allocate its target on every read
+		return nil
+	}
 	var ce *ChecksumError
 	if !errors.As(err, &ce) {
 		return err
