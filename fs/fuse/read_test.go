@@ -198,7 +198,9 @@ func TestVerifiedReadIntoReplyBuffer(t *testing.T) {
 	if st != fuse.OK || res.Size() != len(buf) {
 		t.Fatalf("read: %v, %d bytes", st, res.Size())
 	}
-	sl, ok := res.(interface{ Slices() ([][]byte, fuse.Status) })
+	sl, ok := res.(interface {
+		Slices() ([][]byte, fuse.Status)
+	})
 	if !ok {
 		t.Fatalf("reply %T has no Slices: /dev/fuse would try to splice it", res)
 	}
