@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/iobuf"
 )
 
 // A checkpoint is a stream of records written into extents the volume
@@ -37,6 +38,10 @@ type CheckpointOptions struct {
 	SizeHint uint64
 	// BufferSize is the bytes per device write; 0 means 1 MiB.
 	BufferSize int
+	// Buffers, if set, lends the writer's one buffer of BufferSize bytes,
+	// taken at the first write and given back by Finish or Abort; else
+	// the writer makes it.
+	Buffers *iobuf.Pool
 }
 
 // CheckpointInfo describes a written or loaded checkpoint.
@@ -118,7 +123,8 @@ type CheckpointWriter struct {
 	extEnd  int64
 	pos     int64
 
-	buf    []byte // body bytes for [bufOff, bufOff+len(buf))
+	buf    []byte // body bytes for [bufOff, bufOff+len(buf)), at most BufferSize
+	bb     *iobuf.Buf // buf's buffer, when Buffers lent it
 	bufOff int64
 	enc    []byte // one encoded record
 
@@ -211,19 +217,37 @@ func (w *CheckpointWriter) add(enc []byte, err error) error {
 // metadata lock, and writes it after letting go. A record that fails its
 // check is not kept and the buffer keeps the error: AddBuffer returns it.
 //
-// The records sit in chunks of 1 MiB: a buffer of 50 MB never copies
+// The records sit in chunks of 128 KiB: a buffer of 50 MB never copies
 // itself to grow, which would hold up the slice (and the lock) that made
-// it grow.
+// it grow. With Pool set the chunks are lent by it (its sync.Pool class
+// of 128 KiB: idle chunks go back to the heap at garbage collection, so
+// a large checkpoint leaves no memory held), and Release gives them back.
 type RecordBuffer struct {
-	full    [][]byte // filled chunks
-	cur     []byte   // the chunk being filled
-	enc     []byte   // one encoded record
+	// Pool, if set, lends the chunks; set it before the first Add.
+	Pool *iobuf.Pool
+
+	full    [][]byte     // filled chunks
+	cur     []byte       // the chunk being filled
+	lent    []*iobuf.Buf // the chunks Pool lent
+	enc     []byte       // one encoded record
 	size    int
 	records uint64
 	err     error
 }
 
-const recordChunk = 1 << 20
+const recordChunk = 128 << 10
+
+// Release empties the buffer and gives its chunks back to Pool; nothing
+// it returned before (Bytes copies) may be used after. A buffer whose
+// writer took it (AddBuffer) is released once that returned.
+func (b *RecordBuffer) Release() {
+	for _, bb := range b.lent {
+		b.Pool.Put(bb)
+	}
+	clear(b.lent)
+	clear(b.full)
+	*b = RecordBuffer{Pool: b.Pool, lent: b.lent[:0], full: b.full[:0], enc: b.enc[:0]}
+}
 
 // Add is CheckpointWriter.Add into the buffer.
 func (b *RecordBuffer) Add(r Record) error { return b.add(appendChecked(b.enc[:0], r)) }
@@ -286,12 +310,22 @@ func (b *RecordBuffer) add(enc []byte, err error) error {
 		if len(b.cur) > 0 {
 			b.full = append(b.full, b.cur)
 		}
-		b.cur = make([]byte, 0, max(recordChunk, len(enc)))
+		b.cur = b.newChunk(max(recordChunk, len(enc)))
 	}
 	b.cur = append(b.cur, enc...)
 	b.size += len(enc)
 	b.records++
 	return nil
+}
+
+// newChunk returns an empty chunk of n bytes of capacity.
+func (b *RecordBuffer) newChunk(n int) []byte {
+	if b.Pool == nil {
+		return make([]byte, 0, n)
+	}
+	bb := b.Pool.Get(n)
+	b.lent = append(b.lent, bb)
+	return bb.B[:0]
 }
 
 // appendChecked and the typed variants append r's encoding to dst after
@@ -356,6 +390,10 @@ func (w *CheckpointWriter) write(p []byte) error {
 			n = min(n, int(w.headEnd-w.pos))
 			copy(w.curHead()[w.pos-w.extBase:], p[:n])
 		} else {
+			if w.buf == nil {
+				w.takeBuf()
+			}
+			n = min(n, w.opts.BufferSize-len(w.buf))
 			w.buf = append(w.buf, p[:n]...)
 			if len(w.buf) >= w.opts.BufferSize {
 				if err := w.flushBuf(); err != nil {
@@ -367,6 +405,25 @@ func (w *CheckpointWriter) write(p []byte) error {
 		p = p[n:]
 	}
 	return nil
+}
+
+// takeBuf gets the write buffer: lent by Buffers, or made.
+func (w *CheckpointWriter) takeBuf() {
+	if w.opts.Buffers == nil {
+		w.buf = make([]byte, 0, w.opts.BufferSize)
+		return
+	}
+	w.bb = w.opts.Buffers.Get(w.opts.BufferSize)
+	w.buf = w.bb.B[:0]
+}
+
+// dropBuf gives the write buffer back, once nothing is left in it to write.
+func (w *CheckpointWriter) dropBuf() {
+	if w.bb != nil {
+		w.opts.Buffers.Put(w.bb)
+		w.bb = nil
+	}
+	w.buf = nil
 }
 
 func (w *CheckpointWriter) curHead() []byte {
@@ -449,6 +506,7 @@ func (w *CheckpointWriter) Finish() (CheckpointInfo, error) {
 		return CheckpointInfo{}, w.err
 	}
 	w.err = fmt.Errorf("format: checkpoint writer finished: %w", fs.ErrClosed)
+	defer w.dropBuf()
 	if len(w.extents) == 0 {
 		if err := w.grow(); err != nil { // an empty checkpoint still has a header
 			return CheckpointInfo{}, err
@@ -501,5 +559,6 @@ func (w *CheckpointWriter) Abort() {
 		}
 	}
 	w.extents = nil
+	w.dropBuf()
 	w.err = fmt.Errorf("format: checkpoint writer aborted: %w", fs.ErrClosed)
 }

@@ -2,12 +2,15 @@ package format
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"syscall"
 	"testing"
 
+	"github.com/smallfs/smallfs/accounting"
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/iobuf"
 )
 
 // bumpAlloc hands out at most maxRun blocks at a time from a cursor,
@@ -281,16 +284,31 @@ func BenchmarkCheckpoint(b *testing.B) {
 // TestRecordBuffer: records encoded into buffers and added whole, between
 // records added directly, read back as the same stream; a record that
 // fails its check is not kept, and the buffer hands its error to the
-// writer.
+// writer. With a pool, the buffers' chunks and the writer's buffer are
+// lent by it and all given back (Release, Finish).
 func TestRecordBuffer(t *testing.T) {
+	for _, pooled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pooled=%v", pooled), func(t *testing.T) { testRecordBuffer(t, pooled) })
+	}
+}
+
+func testRecordBuffer(t *testing.T, pooled bool) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	recs := sampleRecords()
 	for range 500 {
 		recs = append(recs, randomRecord(rng))
 	}
+	reg := accounting.NewRegistry()
+	var pool *iobuf.Pool
+	if pooled {
+		var err error
+		if pool, err = iobuf.New(iobuf.Options{Registry: reg}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dev := device.NewMem(16 << 20)
 	a := newBumpAlloc(100, 5)
-	w, err := NewCheckpointWriter(dev, CheckpointOptions{BlockSize: 512, Alloc: a.alloc, Free: a.free, BufferSize: 700})
+	w, err := NewCheckpointWriter(dev, CheckpointOptions{BlockSize: 512, Alloc: a.alloc, Free: a.free, BufferSize: 700, Buffers: pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +317,7 @@ func TestRecordBuffer(t *testing.T) {
 		switch i % 7 {
 		case 0, 1, 2: // into the current buffer
 			if b == nil {
-				b = new(RecordBuffer)
+				b = &RecordBuffer{Pool: pool}
 			}
 			if err := b.Add(r); err != nil {
 				t.Fatal(err)
@@ -308,6 +326,10 @@ func TestRecordBuffer(t *testing.T) {
 			if b != nil {
 				if err := w.AddBuffer(b); err != nil {
 					t.Fatal(err)
+				}
+				b.Release()
+				if b.Len() != 0 {
+					t.Fatalf("released buffer holds %d bytes", b.Len())
 				}
 				b = nil
 			}
@@ -320,10 +342,24 @@ func TestRecordBuffer(t *testing.T) {
 		if err := w.AddBuffer(b); err != nil {
 			t.Fatal(err)
 		}
+		b.Release()
 	}
 	info, err := w.Finish()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if pooled {
+		l, _ := reg.Snapshot().Layer("iobuf")
+		var gets uint64
+		for _, ty := range l.Types {
+			gets += ty.Total
+			if ty.Live != 0 {
+				t.Errorf("iobuf class %s: %d buffers still lent after Release and Finish", ty.Name, ty.Live)
+			}
+		}
+		if gets == 0 {
+			t.Error("the pool lent nothing")
+		}
 	}
 	got, ri, err := readAll(dev, info, 512)
 	if err != nil {

@@ -150,6 +150,7 @@ func (v *Volume) accountBuffer(accounted, n int) int {
 // than want of space stops the volume.
 func (v *Volume) writeSnapshot(enc *encodedSnapshot) (err error) {
 	defer v.ckptMu.Unlock()
+	defer enc.buf.Release()
 	defer v.accountBuffer(enc.buf.Len(), 0)
 	defer func() { v.failOnCheckpoint(err) }()
 	if err := v.refuseChange(); err != nil {
@@ -199,6 +200,7 @@ func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, e
 	s := newSnapshot(v.inodes.next)
 	s.check = newMetaCheck(v, v.inodes.next, true, true)
 	enc := &encodedSnapshot{d: draft{nextIno: uint64(v.inodes.next)}, nextGen: v.nextGen, check: s.check}
+	enc.buf.Pool = v.opts.Pool
 	enc.d.pos, enc.d.seq = v.j.Mark()
 	v.snap = s
 	v.mu.Unlock()
@@ -211,6 +213,7 @@ func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, e
 		if s.cancelled {
 			v.mu.RUnlock()
 			v.accountBuffer(accounted, 0)
+			enc.buf.Release()
 			return nil, nil
 		}
 		var err error
@@ -225,6 +228,7 @@ func (v *Volume) encodeSnapshot(budget int, between func()) (*encodedSnapshot, e
 		v.mu.RUnlock()
 		if err != nil {
 			v.accountBuffer(accounted, 0)
+			enc.buf.Release()
 			return nil, fmt.Errorf("checkpoint: %w", err)
 		}
 		accounted = v.accountBuffer(accounted, enc.buf.Len())
@@ -265,6 +269,7 @@ func (v *Volume) checkpointWriter(d *draft, nextGen, sizeHint uint64) (*format.C
 			d.extents = trimExtents(d.extents, alloc.Extent{Off: start, Len: n})
 		},
 		SizeHint: sizeHint,
+		Buffers:  v.opts.Pool,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)

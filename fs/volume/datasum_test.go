@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/smallfs/smallfs/fs/device"
+	"github.com/smallfs/smallfs/fs/format"
 )
 
 // TestDataSumsCrash: with one flush per commit a commit's log chunk can
@@ -150,5 +151,31 @@ func TestEarlyCommitBoundsUnsynced(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("160 KB written back, a 64 KiB bound, an hour's interval: no commit")
 		}
+	}
+}
+
+// TestWriteBackPadsBlocksPastTheBuffer: with blocks larger than a small
+// file's dirty buffer (16 KiB blocks, an 8 KiB buffer for 5,000 bytes),
+// write-back pads the block with zeros in a pooled buffer; the file reads
+// back verified, the rest of its block as zeros on the device.
+func TestWriteBackPadsBlocksPastTheBuffer(t *testing.T) {
+	v := newTestVolumeSizeMkfs(t, 64<<20, Options{}, MkfsOptions{BlockSize: 16 << 10})
+	data := pattern(5000, 9)
+	ino := writeFile(t, v, RootIno, "f", data)
+	ok(t, v.Sync())
+	h := must[*Handle](t)(v.OpenFile(ino, syscall.O_RDONLY))
+	defer h.Release()
+	got := make([]byte, len(data))
+	if n, err := h.ReadAt(got, 0); n != len(data) || err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, %v; equal %v", n, err, bytes.Equal(got, data))
+	}
+	es := must[[]format.Extent](t)(v.Extents(ino))
+	if len(es) != 1 || es[0].Len != 1 {
+		t.Fatalf("extents %+v, want one block", es)
+	}
+	block := make([]byte, 16<<10)
+	must[int](t)(v.dev.ReadAt(block, int64(es[0].Physical)*int64(len(block))))
+	if !bytes.Equal(block[:len(data)], data) || !allZero(block[len(data):]) {
+		t.Fatal("the block on the device is not the file's bytes padded with zeros")
 	}
 }

@@ -306,7 +306,8 @@
 // xattrs; a directory's live entries), and the encoding reads that copy
 // instead. So a change costs a copy only when it lands ahead of the
 // encoding, once per inode or directory. The records collect in memory
-// (format.RecordBuffer, 1 MiB chunks, about 50 bytes per file); the
+// (format.RecordBuffer, 128 KiB chunks lent by Options.Pool and given
+// back once written, about 50 bytes per file); the
 // checkpoint is then written and the superblock made to name it holding
 // ckptMu only. Close and a full log checkpoint under the write lock
 // instead (checkpoint), and cancel a snapshot in progress: their log

@@ -53,7 +53,9 @@ type Options struct {
 	TrackLookups bool
 	// Logger receives lifecycle events and failures. Default: discard.
 	Logger logrus.FieldLogger
-	// Pool lends the dirty-data buffers. Default iobuf.Default.
+	// Pool lends the data path's buffers: dirty chunks, reads of partial
+	// blocks, the periodic checkpoint's encoding chunks and every
+	// checkpoint's write buffer, scrub's pieces. Default iobuf.Default.
 	Pool *iobuf.Pool
 	// Accounting receives the "fs" layer's memory figures. Default
 	// accounting.Default.

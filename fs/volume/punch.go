@@ -212,7 +212,7 @@ func (v *Volume) zeroEdges(extents []format.Extent, eds []edgeZero, held *uint64
 		if _, err := v.dev.WriteAt(buf, int64(ne.Off*bs)); err != nil {
 			return nil, nil, fresh, nil, opErr("fallocate", "", err)
 		}
-		sums.extent(ne.Off)
+		sums.extent(ne.Off, 1)
 		sums.wrote(buf)
 		extents = insertExtents(extents, []format.Extent{{Logical: ed.b, Physical: ne.Off, Len: 1}})
 	}

@@ -247,17 +247,15 @@ func (v *Volume) place(fd *fileData, lb, le uint64, sums *writeSums) ([]format.E
 			}
 		}
 		// Write the bytes of logical blocks [l, l+e.Len), chunk by chunk.
-		sums.extent(e.Off)
+		sums.extent(e.Off, e.Len)
 		for off, end := l*bs, (l+e.Len)*bs; off < end; {
 			c := off / cs
 			b := fd.chunks[c].B
 			at := off - c*cs
 			k := min(end, (c+1)*cs) - off
-			p, err := v.writeBlocks(b, at, k, int64(e.Off*bs+off-l*bs))
-			if err != nil {
+			if err := v.writeBlocks(b, at, k, int64(e.Off*bs+off-l*bs), sums); err != nil {
 				return placed, err
 			}
-			sums.wrote(p)
 			off += k
 		}
 		hint = e.End()
@@ -268,21 +266,24 @@ func (v *Volume) place(fd *fileData, lb, le uint64, sums *writeSums) ([]format.E
 }
 
 // writeBlocks writes k bytes of chunk buffer b from at to device offset
-// devOff; bytes past the buffer's end are zeros (the end of the file). It
-// returns the bytes written.
-func (v *Volume) writeBlocks(b []byte, at, k uint64, devOff int64) ([]byte, error) {
-	var p []byte
-	switch {
-	case at+k <= uint64(cap(b)): // the bytes past len are kept zero
-		p = b[at : at+k]
-	default:
-		p = make([]byte, k)
-		copy(p, b[min(at, uint64(len(b))):])
+// devOff, and adds their checksums to sums; bytes past the buffer's end
+// are zeros (the end of the file). A buffer whose capacity ends short of
+// the last block (a block larger than its class) is copied into a pooled
+// one first.
+func (v *Volume) writeBlocks(b []byte, at, k uint64, devOff int64, sums *writeSums) error {
+	p := b[min(at, uint64(cap(b))):min(at+k, uint64(cap(b)))]
+	if at+k > uint64(cap(b)) {
+		bb := v.opts.Pool.Get(int(k))
+		defer v.opts.Pool.Put(bb)
+		m := copy(bb.B, b[min(at, uint64(len(b))):])
+		clear(bb.B[m:])
+		p = bb.B
 	}
 	if _, err := v.dev.WriteAt(p, devOff); err != nil {
-		return nil, opErr("write", "", err)
+		return opErr("write", "", err)
 	}
-	return p, nil
+	sums.wrote(p)
+	return nil
 }
 
 // dropDirty forgets fd's dirty chunks, gives back their reservation and

@@ -18,11 +18,12 @@ func (v *Volume) newWriteSums() *writeSums {
 	return &writeSums{perBlock: v.sums != nil, perRange: v.sums == nil && v.dataSums, bs: v.blockSize}
 }
 
-// extent starts the sums of an extent written from device block b.
-func (w *writeSums) extent(b uint64) {
+// extent starts the sums of an extent of n blocks written from device
+// block b.
+func (w *writeSums) extent(b, n uint64) {
 	switch {
 	case w.perBlock:
-		w.blocks = append(w.blocks, format.BlockSumsRec{Block: b})
+		w.blocks = append(w.blocks, format.BlockSumsRec{Block: b, Sums: make([]uint32, 0, n)})
 	case w.perRange:
 		w.ranges = append(w.ranges, format.SumRange{Block: b})
 	}
