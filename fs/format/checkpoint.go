@@ -123,7 +123,7 @@ type CheckpointWriter struct {
 	extEnd  int64
 	pos     int64
 
-	buf    []byte // body bytes for [bufOff, bufOff+len(buf)), at most BufferSize
+	buf    []byte     // body bytes for [bufOff, bufOff+len(buf)), at most BufferSize
 	bb     *iobuf.Buf // buf's buffer, when Buffers lent it
 	bufOff int64
 	enc    []byte // one encoded record
