@@ -598,3 +598,31 @@ func BenchmarkBlockSumsMemory(b *testing.B) {
 		runtime.KeepAlive(s)
 	}
 }
+
+// BenchmarkBlockSumsPerFile reports what the checksums of a volume's
+// files cost in memory as the accounting shows it (layer "fs", type
+// "block_sums"): files of one 4 KiB block, and files of 16, whose 15
+// further blocks give the cost of a further block. The files are written
+// as a directory's files are, next to each other.
+func BenchmarkBlockSumsPerFile(b *testing.B) {
+	const files = 20000
+	for b.Loop() {
+		per := map[int]float64{}
+		for _, blocks := range []int{1, 16} {
+			reg := accounting.NewRegistry()
+			v, _, _ := benchVolume(b, int64(files*blocks+files)*4096+64<<20, Options{CommitInterval: -1, Accounting: reg})
+			dir := must[Attr](b)(v.Mkdir(root, RootIno, "d", 0o755)).Ino
+			data := pattern(blocks*4096, 1)
+			for i := range files {
+				writeFile(b, v, dir, "f"+strconv.Itoa(i), data)
+			}
+			ok(b, v.Sync())
+			l, _ := reg.Snapshot().Layer("fs")
+			st, _ := l.Type("block_sums")
+			per[blocks] = float64(st.Bytes) / files
+			ok(b, v.Close())
+		}
+		b.ReportMetric(per[1], "B/one-block-file")
+		b.ReportMetric((per[16]-per[1])/15, "B/further-block")
+	}
+}

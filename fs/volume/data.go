@@ -79,7 +79,9 @@ func (v *Volume) detach(n *inode) {
 
 // readAt copies file bytes [off, off+len(p)) into p: dirty chunks from
 // memory, the rest from inline data or the device, holes as zeros. The range
-// lies below the file size. fd.mu is held (read or write).
+// lies below the file size. A run of chunks without dirty data is one
+// committed read, so a large read of one extent is one device read. fd.mu
+// is held (read or write).
 func (v *Volume) readAt(n *inode, fd *fileData, p []byte, off uint64) error {
 	cs := v.chunkSize()
 	for len(p) > 0 {
@@ -90,8 +92,16 @@ func (v *Volume) readAt(n *inode, fd *fileData, p []byte, off uint64) error {
 			at := off - c*cs
 			m := copy(p[:k], b[min(at, uint64(len(b))):])
 			clear(p[m:k])
-		} else if err := v.readCommitted(n, p[:k], off); err != nil {
-			return err
+		} else {
+			for k < uint64(len(p)) {
+				if _, dirty := fd.chunks[(off+k)/cs]; dirty {
+					break
+				}
+				k = min(uint64(len(p)), k+cs)
+			}
+			if err := v.readCommitted(n, p[:k], off); err != nil {
+				return err
+			}
 		}
 		p, off = p[k:], off+k
 	}
