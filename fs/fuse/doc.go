@@ -221,9 +221,13 @@
 // bytes. go-fuse calls Done on every path of both transports for a reply
 // with a payload and an OK status, which is the only kind Read returns.
 // The replies are pooled: a READ allocates nothing of its own.
-// Inline files, dirty data and holes are answered from the volume's memory.
-// Without a device descriptor (device.Mem), reads copy through ReadAt,
-// which reads the device under the file's data lock.
+// Everything else — inline files, dirty data, holes, and every read of a
+// volume that verifies data checksums — the volume reads into the
+// request's reply buffer (on io_uring the ring's payload buffer itself),
+// and the reply is a bytesRead (devread.go, pooled too): go-fuse writes it
+// with one writev on /dev/fuse rather than trying to splice it, and the
+// rings copy nothing more. Without a device descriptor (device.Mem), reads
+// go through ReadAt into the same buffer, under the file's data lock.
 //
 // # Transports
 //

@@ -193,7 +193,8 @@
 // part-way through being given them) read unverified and are counted.
 // The volume cannot verify a device range someone else reads after it
 // answers, so on such a volume ReadPlan never offers one: reads are
-// copied, not spliced. Without the feature nothing is checked, as before.
+// copied, not spliced, into the buffer the caller passes (the FUSE
+// adapter's reply buffer), so they need no buffer of their own. Without the feature nothing is checked, as before.
 //
 // # Inline data
 //
