@@ -237,9 +237,9 @@ type RecordBuffer struct {
 
 const recordChunk = 128 << 10
 
-// Release empties the buffer and gives its chunks back to Pool; nothing
-// it returned before (Bytes copies) may be used after. A buffer whose
-// writer took it (AddBuffer) is released once that returned.
+// Release empties the buffer and gives its chunks back to Pool (Bytes
+// returned a copy, which stays valid). A buffer a writer took
+// (AddBuffer) may be released once that has returned.
 func (b *RecordBuffer) Release() {
 	for _, bb := range b.lent {
 		b.Pool.Put(bb)
