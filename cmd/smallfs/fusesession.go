@@ -42,6 +42,7 @@ func openSession(p mountopt.Args, log logrus.FieldLogger, progress func(volume.P
 		TrackLookups:   true,
 		Logger:         log,
 		Progress:       progress,
+		Readahead:      p.Config.Readahead,
 	}
 	if !p.Config.IobufPool {
 		if vopts.Pool, err = iobuf.New(iobuf.Options{Disabled: true}); err != nil {

@@ -25,3 +25,11 @@ type FdDevice interface {
 	Device
 	Fd() uintptr
 }
+
+// Prefetcher is implemented by devices that can start reading a range in
+// the background (the host's page cache for a file or block device), so
+// that a read of it soon after finds it in memory instead of waiting for
+// the storage. A hint: it may do nothing and never fails the caller.
+type Prefetcher interface {
+	Prefetch(off, n int64)
+}

@@ -201,6 +201,18 @@ func (d *File) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// Prefetch asks the kernel to read [off, off+n) into its page cache
+// in the background (posix_fadvise WILLNEED): the call queues the reads
+// and returns without waiting for them. Pages already cached cost a
+// lookup each. Errors are dropped: it is a hint.
+func (d *File) Prefetch(off, n int64) {
+	if d.closed.Load() || off >= d.size || n <= 0 {
+		return
+	}
+	n = min(n, d.size-off)
+	_ = unix.Fadvise(int(d.fd), off, n, unix.FADV_WILLNEED)
+}
+
 // WriteAt writes p at off. The data is durable only after Flush.
 func (d *File) WriteAt(p []byte, off int64) (int, error) {
 	if d.closed.Load() {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -185,4 +187,52 @@ func TestOpenBlockDevice(t *testing.T) {
 		t.Fatalf("size %d", d.Size())
 	}
 	t.Logf("%s: %d bytes", path, d.Size())
+}
+
+// TestPrefetchReadsIntoTheCache drops an image file's pages from the
+// host's cache, asks for a range, and waits for it to be resident.
+func TestPrefetchReadsIntoTheCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "img")
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	resident := func() int {
+		m, err := unix.Mmap(int(d.Fd()), 0, 1<<20, unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		vec := make([]byte, (1<<20)/os.Getpagesize())
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			t.Fatal(e)
+		}
+		n := 0
+		for _, b := range vec {
+			n += int(b & 1)
+		}
+		return n
+	}
+	if err := unix.Fadvise(int(d.Fd()), 0, 1<<20, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if resident() != 0 {
+		t.Skip("the host keeps this file's pages (tmpfs?): nothing to prefetch")
+	}
+	d.Prefetch(256<<10, 128<<10)
+	want := (128 << 10) / os.Getpagesize()
+	for deadline := time.Now().Add(10 * time.Second); resident() < want; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pages resident 10 s after Prefetch of %d", resident(), want)
+		}
+	}
+	d.Prefetch(1<<20, 4096) // past the end: nothing, no panic
+	d.Prefetch(0, 0)
 }

@@ -186,6 +186,7 @@ func (h *Handle) ReadPlan(off int64, p []byte) (ReadPlan, error) {
 		// Pinned before the data lock goes: a free of these blocks
 		// needs the lock for writing, so it comes after the pin.
 		p.gate, p.pin = h.v.space, h.v.space.pinRead(h.ino)
+		h.v.ra.read(p.DevOff, int64(p.Len), off == 0)
 		return p, nil
 	}
 	b := p[:k]

@@ -120,6 +120,7 @@ func newVolume(dev device.Device, opts Options, sb *format.Superblock) *Volume {
 	v := &Volume{opts: opts, dev: device.Track(dev), blockSize: int(sb.BlockSize), now: clock, nextGen: 1, sb: *sb,
 		dataSums: sb.Features&format.FeatureDataSums != 0}
 	v.acct = newAcct(opts.Accounting)
+	v.ra = newReadahead(dev, opts.Readahead)
 	if sb.Features&format.FeatureBlockSums != 0 {
 		v.sums = newBlockSums(sb.Blocks, v.acct.blockSums)
 	}

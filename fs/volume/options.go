@@ -80,6 +80,11 @@ type Options struct {
 	// (both ways), info and a read-only mount set it. Default false:
 	// Open refuses such metadata.
 	OpenDamaged bool
+	// Readahead is the largest window the volume asks the device to
+	// prefetch ahead of a reader walking files in device order
+	// (readahead.go). Default DefaultReadahead; negative: off. Only a
+	// device that can prefetch (device.Prefetcher) is asked.
+	Readahead int64
 	// Progress, if set, hears how Open is getting on, for a progress line
 	// on a terminal (fsck, mount of a big volume): it is called from
 	// Open's goroutine at the start and end of each phase and every
@@ -122,6 +127,9 @@ func (o *Options) dirtyDefaults() []error {
 	return errs
 }
 
+// DefaultReadahead is the default Options.Readahead.
+const DefaultReadahead = 2 << 20
+
 // DefaultInlineThreshold is the default Options.InlineThreshold; see
 // "# Inline data" in doc.go for the measurement behind it.
 const DefaultInlineThreshold = 128
@@ -147,6 +155,12 @@ func (o Options) withDefaults(blockSize int) (Options, error) {
 		o.InlineThreshold = 0
 	case o.InlineThreshold > blockSize:
 		errs = append(errs, fmt.Errorf("InlineThreshold %d is above the block size %d: %w", o.InlineThreshold, blockSize, ErrInvalid))
+	}
+	switch {
+	case o.Readahead == 0:
+		o.Readahead = DefaultReadahead
+	case o.Readahead < 0:
+		o.Readahead = -1
 	}
 	if o.Pool == nil {
 		o.Pool = iobuf.Default

@@ -39,6 +39,7 @@ type Volume struct {
 	// (format.FeatureBlockSums; nil without it): write-backs log them,
 	// checkpoints keep them, reads verify them.
 	sums *blockSums
+	ra   *readahead // nil: off
 
 	ckptMu  sync.Mutex        // serialises checkpoints and superblock writes; inside v.mu
 	sb      format.Superblock // the newest superblock written

@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	sfuse "github.com/smallfs/smallfs/fs/fuse"
+	"github.com/smallfs/smallfs/fs/volume"
 )
 
 // Config is everything a mount is told by its options. Defaults returns
@@ -64,6 +65,10 @@ type Config struct {
 	// IobufPool pools the volume's dirty-data buffers (iobuf_pool=); off
 	// allocates each one, to measure what the pools gain. Default on.
 	IobufPool bool
+	// Readahead is the largest window the volume prefetches ahead of a
+	// reader walking files in device order (readahead=): fs/volume
+	// Options.Readahead, -1 for off. Default volume.DefaultReadahead.
+	Readahead int64
 	// ZeroAhead writes zeros over a 1 MiB region of an image file's
 	// fallocated (unwritten) blocks before the first log or fsync-ed write
 	// into it (zero_ahead=): fs/device ZeroRegion. Default on.
@@ -107,6 +112,7 @@ func Defaults() Config {
 		Uring:           sfuse.UringAuto,
 		IobufPool:       true,
 		ZeroAhead:       true,
+		Readahead:       volume.DefaultReadahead,
 		LogLevel:        logrus.InfoLevel,
 		LogFormat:       "text",
 	}
@@ -263,6 +269,7 @@ func (c Config) String() string {
 		"procs="+procsString(c.Procs),
 		"gc_percent="+procsString(c.GCPercent),
 		"iobuf_pool="+onOff(c.IobufPool),
+		"readahead="+windowString(c.Readahead),
 		"zero_ahead="+onOff(c.ZeroAhead),
 		"log_level="+c.LogLevel.String(),
 		"log_format="+c.LogFormat)
@@ -273,6 +280,19 @@ func (c Config) String() string {
 		parts = append(parts, "metrics_addr="+c.MetricsAddr)
 	}
 	return strings.Join(parts, ",")
+}
+
+// windowString is readahead='s value as parseWindow reads it.
+func windowString(n int64) string {
+	switch {
+	case n < 0:
+		return "off"
+	case n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "M"
+	case n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + "K"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func onOff(b bool) string {

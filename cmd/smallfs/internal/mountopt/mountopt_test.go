@@ -53,7 +53,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	c := Defaults()
 	err := c.Apply("commit_interval=2.5,entry_timeout=0,attr_timeout=500ms,negative_timeout=10," +
 		"allow_other,default_permissions,fsname=img,subtype=x,log_level=warn,log_format=json," +
-		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567,no_open=on,iobuf_pool=off,zero_ahead=off,gc_percent=80,uring=off")
+		"log_file=/tmp/l,metrics_addr=127.0.0.1:9567,no_open=on,iobuf_pool=off,zero_ahead=off,gc_percent=80,uring=off,readahead=512K")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +72,7 @@ func TestApplySmallfsOptions(t *testing.T) {
 	want.NoOpen = true
 	want.IobufPool = false
 	want.ZeroAhead = false
+	want.Readahead = 512 << 10
 	want.GCPercent = 80
 	want.Uring = sfuse.UringOff
 	if !reflect.DeepEqual(c, want) {
@@ -109,6 +110,9 @@ func TestApplyErrors(t *testing.T) {
 		{"no_open", ErrBadValue, []string{"needs a value"}},
 		{"uring=yes", ErrBadValue, []string{"want auto, on or off"}},
 		{"iobuf_pool=yes", ErrBadValue, []string{"on or off"}},
+		{"readahead=1K", ErrBadValue, []string{"from 4K to 64M"}},
+		{"readahead=65M", ErrBadValue, []string{"from 4K to 64M"}},
+		{"readahead=lots", ErrBadValue, []string{"from 4K to 64M"}},
 		{"commit_interval=0", ErrBadValue, []string{"positive"}},
 		{"procs=0", ErrBadValue, []string{"auto or a number"}},
 		{"procs=many", ErrBadValue, []string{"auto or a number"}},
@@ -155,7 +159,7 @@ func TestString(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "ro,nodev,nosuid,allow_other,debug,fsname=d,commit_interval=5s,entry_timeout=1h0m0s," +
-		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,uring=auto,flush_on_close=off,procs=auto,gc_percent=auto,iobuf_pool=on,zero_ahead=on,log_level=debug,log_format=text," +
+		"attr_timeout=1h0m0s,negative_timeout=1h0m0s,no_open=off,uring=auto,flush_on_close=off,procs=auto,gc_percent=auto,iobuf_pool=on,readahead=2M,zero_ahead=on,log_level=debug,log_format=text," +
 		"log_file=syslog,metrics_addr=localhost:1"
 	if got := c.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
@@ -168,7 +172,7 @@ func TestSpecsAreApplicable(t *testing.T) {
 		if s.Value != "" {
 			opt += "=" + map[string]string{
 				"DURATION": "3", "SECONDS": "3", "NAME": "n", "TYPE": "t", "LEVEL": "debug",
-				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80", "on|off": "off", "auto|on|off": "on", "N|auto": "2", "PERCENT|auto": "50",
+				"FORMAT": "json", "PATH": "/p", "HOST:PORT": "[::1]:80", "on|off": "off", "auto|on|off": "on", "N|auto": "2", "PERCENT|auto": "50", "SIZE|off": "512K",
 			}[s.Value]
 		}
 		c := Defaults()
@@ -333,5 +337,19 @@ func TestRemountOptions(t *testing.T) {
 	}
 	if err := c.Check(); !errors.Is(err, ErrUnknownOption) || !strings.Contains(err.Error(), `"user_id=0": only a remount`) {
 		t.Errorf("user_id=0 without remount: %v", err)
+	}
+}
+
+func TestReadaheadValues(t *testing.T) {
+	for v, want := range map[string]int64{"off": -1, "0": -1, "4K": 4096, "512k": 512 << 10, "2M": 2 << 20, "64M": 64 << 20, "1048576": 1 << 20} {
+		c := Defaults()
+		if err := c.Apply("readahead=" + v); err != nil || c.Readahead != want {
+			t.Errorf("readahead=%s: %d, %v; want %d", v, c.Readahead, err, want)
+		}
+		if back := windowString(c.Readahead); back != v && !(want == -1 && back == "off") {
+			if n, _ := parseWindow(back); n != want {
+				t.Errorf("readahead=%s listed as %s, which reads back as %d", v, back, n)
+			}
+		}
 	}
 }

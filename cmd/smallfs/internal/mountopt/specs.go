@@ -88,6 +88,13 @@ var specs = []Spec{
 	{Name: "iobuf_pool", Value: "on|off", Default: "on",
 		Help:  "pool the buffers of written data (off: allocate each, to measure the pools)",
 		apply: switchField(func(c *Config) *bool { return &c.IobufPool })},
+	{Name: "readahead", Value: "SIZE|off", Default: "2M",
+		Help: "largest window the daemon asks the device to read ahead of a reader walking a directory's files in device order (K, M suffixes; off or 0: none)",
+		apply: func(c *Config, v string) error {
+			n, err := parseWindow(v)
+			c.Readahead = n
+			return err
+		}},
 	{Name: "zero_ahead", Value: "on|off", Default: "on",
 		Help:  "write zeros over a region of an image file's fallocated blocks before the first fsync-ed write into it, so fsyncs do not pay the host's conversion one block at a time",
 		apply: switchField(func(c *Config) *bool { return &c.ZeroAhead })},
@@ -143,6 +150,29 @@ var specs = []Spec{
 			c.MetricsAddr = v
 			return nil
 		}},
+}
+
+// maxReadahead bounds readahead=: more than a host's own largest
+// readahead window buys nothing but cache pollution.
+const maxReadahead = 64 << 20
+
+// parseWindow reads readahead=: bytes with an optional K or M suffix, or
+// off (0): -1 for off.
+func parseWindow(v string) (int64, error) {
+	if v == "off" || v == "0" {
+		return -1, nil
+	}
+	t, shift := strings.ToUpper(v), 0
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("KM", t[n-1]); i >= 0 {
+			shift, t = 10*(i+1), t[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > maxReadahead>>shift || n<<shift < 4096 {
+		return 0, fmt.Errorf("want off, or a size from 4K to 64M such as 512K or 2M")
+	}
+	return n << shift, nil
 }
 
 func durationField(field func(*Config) *time.Duration) func(_ *Config, _ string) error {
