@@ -88,3 +88,43 @@ func stackHas(frames ...string) bool {
 	}
 	return false
 }
+
+// TestCloseFreesUnlinked: an inode without links that the kernel still
+// referenced (its FORGET lost at unmount), one still open, and an
+// O_TMPFILE never linked are freed by a clean Close: the volume that
+// opens next has no orphan to free, which fsck would report as a
+// problem of a cleanly closed volume.
+func TestCloseFreesUnlinked(t *testing.T) {
+	dev := device.NewMem(64 << 20)
+	ok(t, Mkfs(dev, MkfsOptions{}))
+	opts := Options{CommitInterval: -1, TrackLookups: true}
+	v, err := Open(dev, opts)
+	ok(t, err)
+	for _, name := range []string{"looked-up", "open"} {
+		_, h, err := v.Create(root, RootIno, name, 0o644, syscall.O_RDWR)
+		ok(t, err)
+		if _, err := h.WriteAt([]byte("data"+strings.Repeat("x", 5000)), 0); err != nil {
+			t.Fatal(err)
+		}
+		if name == "looked-up" {
+			ok(t, h.Release()) // the entry Create returned is the kernel's reference
+		}
+		ok(t, v.Unlink(root, RootIno, name))
+	}
+	_, tmp, err := v.Tmpfile(root, RootIno, 0o600, syscall.O_RDWR)
+	ok(t, err)
+	if _, err := tmp.WriteAt([]byte("tmp"), 0); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, v.Close())
+	v2, err := Open(dev.Reopen(), opts)
+	ok(t, err)
+	defer v2.Close()
+	if r := v2.Recovery(); !r.Clean || len(r.Orphans) != 0 {
+		t.Fatalf("after a clean Close: clean %v, orphans %v; want clean and none", r.Clean, r.Orphans)
+	}
+	if st := v2.StatFS(); st.Files-st.FilesFree != 1 {
+		t.Errorf("%d inodes in use after Close, want the root only", st.Files-st.FilesFree)
+	}
+	checkOK(t, v2, dev, "after reopen")
+}

@@ -541,6 +541,31 @@ func (v *Volume) freeOrphans(damage *metaCheck) error {
 	return nil
 }
 
+// freeUnlinked frees, at Close, every inode without links: what kept it
+// (an open handle, a kernel reference whose FORGET the unmount never
+// delivered, an O_TMPFILE never linked) ends with the mount, and a
+// checkpoint marked clean holds no orphan (v.mu held for writing). A
+// volume that takes no changes (read-only, stopped, opened damaged)
+// keeps them for the next Open.
+func (v *Volume) freeUnlinked() error {
+	if v.refuseChange() != nil || v.damagedOpen() {
+		return nil
+	}
+	var unlinked []Ino
+	v.inodes.all(func(ino Ino, n *inode) bool {
+		if n.nlink == 0 {
+			unlinked = append(unlinked, ino)
+		}
+		return true
+	})
+	for _, ino := range unlinked {
+		if _, err := v.commit(format.InodeFreeRec{Ino: uint64(ino)}); err != nil {
+			return fmt.Errorf("close: freeing unlinked inode %d: %w", ino, err)
+		}
+	}
+	return nil
+}
+
 // Recovery reports what Open did to make the volume consistent: whether it
 // had been closed cleanly, how many log transactions it replayed and which
 // orphan inodes it freed. fsck notes orphans freed after a crash (the
@@ -590,8 +615,11 @@ func (v *Volume) close() error {
 	errWB := v.writeBackAll()
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	err := v.freeUnlinked()
 	v.closed = true
-	err := v.checkpoint(errWB == nil)
+	if cerr := v.checkpoint(errWB == nil && err == nil); err == nil {
+		err = cerr
+	}
 	if cerr := v.j.Close(); err == nil {
 		err = cerr
 	}
