@@ -87,7 +87,8 @@
 // (Lookup, Create, Mknod, Mkdir, Symlink, Link, accepted ReadDirPlus
 // entries) and dropped by Forget. When the last goes, one InodeFree record
 // drops it and its blocks. An unlinked inode still open is kept with nlink 0;
-// after a crash, Open frees it. Tmpfile (O_TMPFILE) makes such an inode
+// Close frees it (and every other inode without links: an unmount does
+// not deliver the FORGETs it queues), and after a crash, Open does. Tmpfile (O_TMPFILE) makes such an inode
 // from the start, open and placed in its directory's region; Link may name
 // it (and only it, among inodes without links) unless it was opened with
 // O_EXCL, as linkat(2); the in-memory inodeLinkable flag says which.
