@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -541,24 +542,41 @@ func (v *Volume) freeOrphans(damage *metaCheck) error {
 	return nil
 }
 
-// freeUnlinked frees, at Close, every inode without links: what kept it
-// (an open handle, a kernel reference whose FORGET the unmount never
-// delivered, an O_TMPFILE never linked) ends with the mount, and a
-// checkpoint marked clean holds no orphan (v.mu held for writing). A
-// volume that takes no changes (read-only, stopped, opened damaged)
-// keeps them for the next Open.
+// freeUnlinked frees, at Close, every inode without links that no entry
+// names: what kept it (an open handle, a kernel reference whose FORGET
+// the unmount never delivered, an O_TMPFILE never linked) ends with the
+// mount, and a checkpoint marked clean holds no orphan (v.mu held for
+// writing). An inode without links that an entry still names is damage,
+// left to the checkpoint's checks to refuse: freeing it would make the
+// name point at whatever takes its number next. A volume that takes no
+// changes (read-only, stopped, opened damaged) keeps them all for the
+// next Open. The entries are scanned only when there is an inode to
+// free.
 func (v *Volume) freeUnlinked() error {
 	if v.refuseChange() != nil || v.damagedOpen() {
 		return nil
 	}
-	var unlinked []Ino
+	unlinked := map[Ino]bool{}
 	v.inodes.all(func(ino Ino, n *inode) bool {
 		if n.nlink == 0 {
-			unlinked = append(unlinked, ino)
+			unlinked[ino] = true
 		}
 		return true
 	})
-	for _, ino := range unlinked {
+	if len(unlinked) == 0 {
+		return nil
+	}
+	v.inodes.all(func(_ Ino, n *inode) bool {
+		if d := n.dirOf(); d != nil {
+			for _, e := range d.ents {
+				if e.name != "" {
+					delete(unlinked, e.ino)
+				}
+			}
+		}
+		return len(unlinked) > 0
+	})
+	for _, ino := range slices.Sorted(maps.Keys(unlinked)) {
 		if _, err := v.commit(format.InodeFreeRec{Ino: uint64(ino)}); err != nil {
 			return fmt.Errorf("close: freeing unlinked inode %d: %w", ino, err)
 		}
