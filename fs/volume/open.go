@@ -41,7 +41,8 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	}
 	start := time.Now()
 	v := newVolume(dev, opts, sb)
-	head, nextSeq, err := v.load(sb)
+	alone := older == nil
+	head, nextSeq, err := v.load(sb, alone)
 	var damage *checkpointDamage
 	if errors.As(err, &damage) {
 		if older != nil && older.Checkpoint != 0 && older.Checkpoint != sb.Checkpoint {
@@ -58,7 +59,7 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		// No checkpoint stands in, but the newest one's bytes are sound:
 		// for a look or a repair, load it without the records that do
 		// not apply.
-		if lv, lhead, lnext, lerr := openLenient(dev, opts, sb); lerr == nil {
+		if lv, lhead, lnext, lerr := openLenient(dev, opts, sb, alone); lerr == nil {
 			v, head, nextSeq, err = lv, lhead, lnext, nil
 		}
 	}
@@ -241,10 +242,10 @@ func openOlder(dev device.Device, opts Options, sb, older *format.Superblock, da
 // checkpoint loads as it is: what it leaves out is reported as a problem,
 // the volume opens damaged, and Repair's fresh checkpoint leaves it out
 // for good.
-func openLenient(dev device.Device, opts Options, sb *format.Superblock) (*Volume, journal.Position, uint64, error) {
+func openLenient(dev device.Device, opts Options, sb *format.Superblock, alone bool) (*Volume, journal.Position, uint64, error) {
 	v := newVolume(dev, opts, sb)
 	v.lenient = true
-	head, next, err := v.load(sb)
+	head, next, err := v.load(sb, alone)
 	v.lenient = false
 	if err != nil {
 		return nil, journal.Position{}, 0, err
@@ -328,15 +329,26 @@ func txnRoom(logBlocks uint64, blockSize uint32) int {
 // load rebuilds the metadata from the checkpoint and, after a crash, the
 // log; it returns where the log continues. A checkpoint that does not load
 // is a *checkpointDamage.
-func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
+//
+// A clean superblock skips the replay only when it is one of two: alone
+// (the other slot does not decode) it may be the clean close before the
+// slot a later mount wrote first, which is lost, and that mount's commits
+// continue the log from this one's position. Replay then finds them, or
+// ends at once where nothing was logged after the close (a chunk there
+// with the right sequence and chain was written after it).
+func (v *Volume) load(sb *format.Superblock, alone bool) (journal.Position, uint64, error) {
 	if err := v.loadFrom(sb); err != nil {
 		return journal.Position{}, 0, err
 	}
 	v.recovery.Clean = sb.Clean()
-	if sb.Clean() {
+	if sb.Clean() && !alone {
 		return journal.Position{Block: sb.LogHead, Prev: sb.LogPrev}, sb.LogSeq, nil
 	}
-	return v.replay(sb, logWriters(sb))
+	head, next, err := v.replay(sb, logWriters(sb))
+	if err == nil && next > sb.LogSeq {
+		v.recovery.Clean = false
+	}
+	return head, next, err
 }
 
 // loadFrom loads the checkpoint sb names and notes its blocks as the
