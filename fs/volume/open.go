@@ -94,11 +94,21 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	// nextSeq is durable, and this journal instance writes from there on
 	// (format.Superblock.LogDurable), so damage there is never taken for
 	// the end of the log.
+	//
+	// It goes into both slots, one after the other: either may be lost
+	// later, and the other slot otherwise still names no writer or an
+	// earlier mount's (mkfs's, a clean close's), past whose log position
+	// this instance's commits are not told from stale chunks: a damaged
+	// first chunk would pass for the end of the log. The first write
+	// already made both slots name the loaded checkpoint, so the second
+	// drops nothing.
 	v.sb.Flags &^= format.FlagClean
 	v.sb.LogDurable, v.sb.LogWriter = nextSeq, v.j.Nonce()
-	if err := v.writeSuperblock(&v.sb); err != nil {
-		v.j.Close()
-		return nil, fmt.Errorf("open: %w", err)
+	for range 2 {
+		if err := v.writeSuperblock(&v.sb); err != nil {
+			v.j.Close()
+			return nil, fmt.Errorf("open: %w", err)
+		}
 	}
 	if err := v.freeOrphans(damaged); err != nil {
 		v.j.Close()
