@@ -39,8 +39,8 @@ import (
 //     count and inline content the image had acknowledged, except that
 //     a damaged last commit may be missing: one flush per commit cannot
 //     tell it from a torn write; the same when all it finds is a
-//     superblock slot that does not decode, which the mount works around
-//     without a word;
+//     superblock slot that does not decode and the input changed nothing
+//     else, which the mount works around without a word;
 //   - a repair (OpenDamaged, Repair, Close) whose Check comes out clean
 //     leaves a volume a mount opens, consistent.
 //
@@ -116,8 +116,12 @@ func fuzzOne(t *testing.T, base *fuzzBase, img []byte, forged bool) {
 	}
 	// A slot that does not decode is worked around without a word: the
 	// mount serves, and fsck --repair rewrites it from the other. So
-	// nothing acknowledged may be missing then either.
-	if slotOnly && !forged && tree != base.final && tree != base.before {
+	// when the input changed nothing but the superblock slots, nothing
+	// acknowledged may be missing then either. (With the log damaged
+	// too, the first chunk after a clean superblock that an older
+	// smallfs left alone has no witness: the "reopened" base's seed
+	// 3461c05faffa1c42, FORMAT.md.)
+	if slotOnly && !forged && base.slotsOnly(img) && tree != base.final && tree != base.before {
 		t.Fatalf("the look finds one bad superblock slot and nothing else (%s), and the mount serves, but it lost acknowledged metadata:\n--- mount\n%s--- acknowledged\n%s",
 			look, tree, base.final)
 	}
@@ -375,6 +379,21 @@ func fuzzBases(tb testing.TB) []*fuzzBase {
 		tb.Fatalf("%v (rewrite with -update-fuzz-base)", fuzzBasesErr)
 	}
 	return fuzzBasesAll
+}
+
+// slotsOnly reports whether img differs from the base in the superblock
+// slots' bytes alone.
+func (b *fuzzBase) slotsOnly(img []byte) bool {
+	outside := func(i int) bool {
+		return (i < format.SuperblockAOffset || i >= format.SuperblockAOffset+format.SuperblockSize) &&
+			(i < format.SuperblockBOffset || i >= format.SuperblockBOffset+format.SuperblockSize)
+	}
+	for i := range img {
+		if img[i] != b.img[i] && outside(i) {
+			return false
+		}
+	}
+	return true
 }
 
 func fuzzBaseDir() string { return filepath.Join("testdata", "fuzzimage") }
