@@ -147,7 +147,8 @@ func credentials(t *testing.T, program string) (uid, gid, capEff string) {
 }
 
 // TestKillPrivExec: once a write, truncate, O_TRUNC open, fallocate or
-// copy_file_range by an unprivileged user returns, or a chown by root,
+// copy_file_range by an unprivileged user returns, or a chown by root
+// (also one that leaves owner and group as they are, chown(f, -1, -1)),
 // the file runs as that user: no set-user-ID, no set-group-ID, no file
 // capability, whichever of its names runs it. The volume clears the bits
 // on the disk; the kernel's cached mode (an hour's attribute timeout)
@@ -188,7 +189,7 @@ func TestKillPrivExec(t *testing.T) {
 			}
 			openPath(t, m.Dir)
 			writeFile(t, m.path("source"), program)
-			ops := append(slices.Sorted(maps.Keys(killPrivOps)), "chown")
+			ops := append(slices.Sorted(maps.Keys(killPrivOps)), "chown", "chown-unchanged")
 			for _, op := range ops {
 				victim, alias := m.path(op), m.path(op+".link")
 				must(t, os.WriteFile(victim, program, 0o755))
@@ -198,9 +199,12 @@ func TestKillPrivExec(t *testing.T) {
 				if uid, _, _ := credentials(t, alias); uid != "0" {
 					t.Fatalf("%s: the set-user-ID copy of cat runs as %s before anything, want 0", op, uid)
 				}
-				if op == "chown" {
+				switch op {
+				case "chown":
 					must(t, os.Chown(victim, 1000, 1000))
-				} else {
+				case "chown-unchanged":
+					must(t, os.Chown(victim, -1, -1))
+				default:
 					cmd := exec.Command(helper, victim)
 					cmd.Env = append(os.Environ(), killPrivOpEnv+"="+op)
 					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

@@ -16,7 +16,8 @@ import (
 // has no fallback left, so fsck reports it (exit 4), saying whether it
 // looks like a write cut short by a crash or damage of another kind, and
 // fsck --repair rewrites it from the good one (exit 1); then all is clean.
-// fsck once said "clean" and left it.
+// fsck once said "clean" and left it. info does not call the good slot
+// clean: alone, it is replayed from.
 func TestFsckBadSuperblockSlot(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -56,6 +57,12 @@ func TestFsckBadSuperblockSlot(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := "superblock " + string(rune('A'+bad)) + " is damaged"
+
+			// The good slot is clean, but alone it does not say that
+			// nothing was logged after it: the log is replayed.
+			if code, stdout, stderr := runCLI(t, dir, "info", img); code != 0 || !strings.Contains(stdout, "not clean: the log is replayed") {
+				t.Errorf("info: exit %d, want the state not clean\n%s%s", code, stdout, stderr)
+			}
 
 			code, stdout, stderr := runCLI(t, dir, "fsck", img)
 			if code != fsckUncorrected || !strings.Contains(stdout, name) || !strings.Contains(stdout, tc.want) {

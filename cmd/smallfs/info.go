@@ -123,7 +123,9 @@ func readInfo(path string) (*deviceInfo, error) {
 		Device: path, Mounted: mounted,
 		Version: sb.Version, Features: sb.Features, UUID: uuidString(sb.UUID),
 		BlockSize: sb.BlockSize, Blocks: sb.Blocks, Generation: sb.Generation,
-		Slot: string(rune('A' + sb.Slot)), Clean: sb.Clean(), Checkpoint: sb.Checkpoint,
+		Slot: string(rune('A' + sb.Slot)), Checkpoint: sb.Checkpoint,
+		// A clean slot alone is replayed from (fs/volume load).
+		Clean:    sb.Clean() && other != nil,
 		LogStart: sb.Log.Start, LogBlocks: sb.Log.Len, LogHead: sb.LogHead, LogSeq: sb.LogSeq,
 		NextIno: sb.NextIno,
 	}

@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 
 	"github.com/sirupsen/logrus"
 	lsyslog "github.com/sirupsen/logrus/hooks/syslog"
 
+	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/mountopt"
 )
 
@@ -132,37 +132,18 @@ func openDefaultLog() (f *os.File, path, why string, err error) {
 }
 
 // fallbackLogFile is TMPDIR/smallfs-UID/smallfs.log, in a directory made
-// 0700. A directory already there must be the user's own and writable by
-// no one else: in a shared /tmp another user could have made it first,
-// to read or replace the log.
+// 0700. A directory already there must be private (control.PrivateDir):
+// in a shared /tmp another user could have made it first, to read or
+// replace the log.
 func fallbackLogFile() (string, error) {
 	dir := filepath.Join(os.TempDir(), "smallfs-"+strconv.Itoa(os.Geteuid()))
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
-	if err := checkPrivateDir(dir); err != nil {
+	if err := control.PrivateDir(dir); err != nil {
 		return "", err
 	}
 	return filepath.Join(dir, "smallfs.log"), nil
-}
-
-// checkPrivateDir refuses a directory that is a symlink, is not owned by
-// the effective user, or that group or others may write.
-func checkPrivateDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir() || !ok:
-		return fmt.Errorf("%s: not a directory", dir)
-	case int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("%s: not a private directory: owned by uid %d, not %d", dir, st.Uid, os.Geteuid())
-	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("%s: not a private directory: mode %#o lets others write in it", dir, fi.Mode().Perm())
-	}
-	return nil
 }
 
 // reopen starts a new file after log rotation (SIGHUP); on failure the

@@ -87,6 +87,9 @@ func writeDump(path string, st control.Stats) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
+	if err := control.PrivateDir(filepath.Dir(path)); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".dump-*")
 	if err != nil {
 		return err

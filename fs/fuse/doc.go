@@ -63,7 +63,11 @@
 // without reaching the volume, as on a filesystem built without them. "Unsupported" rather than "absent" lets ls -l stop asking
 // after the first entry (2 GETXATTRs per listing instead of 2 per entry);
 // the first write to an inode still costs one GETXATTR
-// "security.capability", which the kernel asks regardless.
+// "security.capability", which the kernel asks regardless. A listing
+// leaves those names out, and trusted.* names too unless the caller is
+// uid 0 (the kernel refuses everyone else a get or set of them, and
+// leaves the listing to the filesystem, as ext4 lists them only to
+// CAP_SYS_ADMIN).
 //
 // # Permissions
 //

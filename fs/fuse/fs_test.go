@@ -927,3 +927,47 @@ func TestNoFlushByDefault(t *testing.T) {
 	}
 	fs.Forget(out.NodeId, 1)
 }
+
+// TestListXattrTrusted: trusted.* names are listed to root only, as ext4
+// and XFS list them only to a caller with CAP_SYS_ADMIN (the kernel
+// refuses everyone else a get or set of one, but leaves the listing to
+// the filesystem). A label stored by a mount with SecurityLabels is not
+// listed by one without, where a get of it answers EOPNOTSUPP.
+func TestListXattrTrusted(t *testing.T) {
+	vol := newTestFS(t, func(o *Options) { o.SecurityLabels = true })
+	f := vol.mkfile(t, 1, "f")
+	set := fuse.SetXAttrIn{InHeader: header(f.NodeId), Size: 1}
+	for _, name := range []string{"user.a", "trusted.overlay.opaque", "security.selinux"} {
+		if st := vol.SetXAttr(nil, &set, name, []byte("y")); st != fuse.OK {
+			t.Fatalf("set %s: %v", name, st)
+		}
+	}
+	list := func(fs *testFS, uid uint32) string {
+		h := header(f.NodeId)
+		h.Uid, h.Gid = uid, uid
+		n, st := fs.ListXAttr(nil, &h, nil)
+		if st != fuse.OK {
+			t.Fatalf("list size as %d: %v", uid, st)
+		}
+		buf := make([]byte, n)
+		if m, st := fs.ListXAttr(nil, &h, buf); st != fuse.OK || m != n {
+			t.Fatalf("list as %d: %d bytes, %v; the size query said %d", uid, m, st, n)
+		}
+		if n > 0 {
+			if m, st := fs.ListXAttr(nil, &h, buf[:n-1]); st != fuse.ERANGE || m != n {
+				t.Errorf("list as %d into a buffer one byte short: %d, %v", uid, m, st)
+			}
+		}
+		return string(buf)
+	}
+	if got, want := list(vol, 0), "user.a\x00trusted.overlay.opaque\x00security.selinux\x00"; got != want {
+		t.Errorf("list as root: %q, want %q", got, want)
+	}
+	if got, want := list(vol, 65534), "user.a\x00security.selinux\x00"; got != want {
+		t.Errorf("list as uid 65534: %q, want %q", got, want)
+	}
+	vol.opts.SecurityLabels = false
+	if got, want := list(vol, 0), "user.a\x00trusted.overlay.opaque\x00"; got != want {
+		t.Errorf("list as root without SecurityLabels: %q, want %q", got, want)
+	}
+}

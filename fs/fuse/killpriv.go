@@ -54,8 +54,18 @@ func (fs *fileSystem) Init(srv *fuse.Server) { fs.notifier = srv }
 // killPrivSetAttr adds the clearing to a SETATTR: truncates flagged by the
 // kernel, and chown, which clears privileges whoever calls it. The volume
 // leaves a directory's alone.
+//
+// A SETATTR that sets nothing is a request to clear them too. The kernel
+// sends one where its own setattr carried only ATTR_KILL_SUID,
+// ATTR_KILL_SGID or ATTR_KILL_PRIV, which it leaves to a HANDLE_KILLPRIV_V2
+// filesystem and does not pass on: chown(f, -1, -1), which on ext4 clears
+// them as any chown does, and the privilege check before a write or a
+// fallocate by a caller without CAP_FSETID whose cached mode is set-id.
+// Nothing else sends one (utimensat with both times UTIME_OMIT returns
+// before any setattr).
 func killPrivSetAttr(in *fuse.SetAttrIn, s *volume.SetAttrIn) {
-	if in.Valid&(fuse.FATTR_KILL_SUIDGID|fuse.FATTR_UID|fuse.FATTR_GID) != 0 {
+	if in.Valid&(fuse.FATTR_KILL_SUIDGID|fuse.FATTR_UID|fuse.FATTR_GID) != 0 ||
+		in.Valid&^(fuse.FATTR_FH|fuse.FATTR_LOCKOWNER) == 0 {
 		s.Valid |= volume.SetKillPriv
 	}
 }

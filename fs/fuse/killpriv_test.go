@@ -26,7 +26,8 @@ func (n *notifyLog) InodeNotify(node uint64, off, length int64) fuse.Status {
 // carries no attributes (WRITE, an O_TRUNC OPEN, FALLOCATE) tells the
 // kernel to drop the inode's cached attributes before it replies; one that
 // clears nothing tells it nothing, and a SETATTR needs nothing (its reply
-// carries the new mode). A fallocate clears unless the caller holds
+// carries the new mode). A SETATTR that sets nothing clears (the kernel's
+// chown(f, -1, -1)); one that sets times only does not. A fallocate clears unless the caller holds
 // CAP_FSETID.
 func TestKillPrivNotify(t *testing.T) {
 	fs := newTestFS(t)
@@ -76,6 +77,14 @@ func TestKillPrivNotify(t *testing.T) {
 			in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{InHeader: nobody, Valid: fuse.FATTR_SIZE | fuse.FATTR_KILL_SUIDGID}}
 			return fs.SetAttr(nil, &in, &fuse.AttrOut{})
 		}, false},
+		{"empty setattr", 0o6755, func() fuse.Status { // chown(f, -1, -1)
+			in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{InHeader: header(f)}}
+			return fs.SetAttr(nil, &in, &fuse.AttrOut{})
+		}, false},
+		{"setattr of times", 0o6755, func() fuse.Status {
+			in := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{InHeader: nobody, Valid: fuse.FATTR_ATIME_NOW | fuse.FATTR_MTIME_NOW}}
+			return fs.SetAttr(nil, &in, &fuse.AttrOut{})
+		}, false},
 		{"fallocate by a user", 0o4755, func() fuse.Status {
 			return fs.Fallocate(nil, &fuse.FallocateIn{InHeader: nobody, Length: 4096})
 		}, true},
@@ -103,7 +112,7 @@ func TestKillPrivNotify(t *testing.T) {
 			t.Fatal(err)
 		}
 		cleared := a.Mode&0o7777 != tc.mode
-		if wantCleared := tc.notify || tc.name == "flagged truncate"; cleared != wantCleared {
+		if wantCleared := tc.notify || tc.name == "flagged truncate" || tc.name == "empty setattr"; cleared != wantCleared {
 			t.Errorf("%s: mode %o after, from %o", tc.name, a.Mode&0o7777, tc.mode)
 		}
 	}

@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -21,7 +22,7 @@ import (
 // reaching the volume. POSIX ACLs (system.posix_acl_*) are not supported
 // on any mount: the adapter does not negotiate FUSE_POSIX_ACL, so the
 // kernel would store an ACL and never enforce it, and a user who set one
-// to keep others out would be left open. "Unsupported" rather than
+// to keep others out would be left open. A listing leaves them out. "Unsupported" rather than
 // "absent" (ENODATA) matters: ls -l asks security.selinux and
 // system.posix_acl_access of every entry, and coreutils stops asking for
 // the rest of a device once it has been told "unsupported", so a listing
@@ -58,6 +59,7 @@ func (fs *fileSystem) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte
 	if err != nil {
 		return 0, fs.done(opListXAttr, start, h.NodeId, err)
 	}
+	names = slices.DeleteFunc(names, func(n string) bool { return fs.unlisted(h, n) })
 	size := 0
 	for _, n := range names {
 		size += len(n) + 1
@@ -72,6 +74,22 @@ func (fs *fileSystem) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte
 		off++
 	}
 	return uint32(size), fs.done(opListXAttr, start, h.NodeId, nil)
+}
+
+// trustedNamespace holds attributes for privileged tools (overlayfs keeps
+// its whiteouts and redirects there). The kernel lets only a caller with
+// CAP_SYS_ADMIN get or set one, and leaves the listing to the filesystem;
+// ext4 and XFS list them to such a caller only.
+const trustedNamespace = "trusted."
+
+// unlisted reports whether LISTXATTR leaves name out for the caller of h:
+// a label the mount does not support (a get of it answers EOPNOTSUPP), and
+// a trusted.* name for a caller other than uid 0. Uid 0 lists them without
+// a look at its capabilities: overlayfs copying up lists its lower layer
+// with the mounter's credentials in the request's uid, but the pid is the
+// user's process, whose own capabilities /proc shows.
+func (fs *fileSystem) unlisted(h *fuse.InHeader, name string) bool {
+	return fs.isLabel(name) || h.Uid != 0 && strings.HasPrefix(name, trustedNamespace)
 }
 
 // copyOut copies v into dest when it fits and returns v's length.

@@ -222,7 +222,9 @@
 // between two ticks asks for that at once (a full log checkpoints inline,
 // under the lock, and retries).
 // Close writes back, checkpoints, and marks the superblock clean: the next
-// Open replays nothing. Open clears the clean flag before appending.
+// Open replays nothing, unless the other slot does not decode (a lost
+// newer superblock may have been followed by commits). Open clears the
+// clean flag before appending, in both slots, naming its journal.
 //
 // On a volume made with format.FeatureDataSums (mkfs's default) a commit costs one device flush, not two: each write-back
 // also logs a DataSumRec (the CRC32C of every extent it wrote, computed as

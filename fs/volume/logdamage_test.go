@@ -276,3 +276,99 @@ func TestDurableCommitKeptOverDataDamage(t *testing.T) {
 		t.Errorf("the file of a durable commit is gone: %v", err)
 	}
 }
+
+// TestNewestSlotDamagedAfterCleanClose: a volume closed cleanly is opened
+// again, which writes the newest superblock slot (in use, this journal
+// instance writing), and files are committed; then one byte of that slot
+// is damaged. The other slot is the clean close's (as a mount writes it
+// over too, the test puts the clean one back, as an image an older
+// smallfs mounted holds it), whose log position the commits after it
+// continue: Open replays from there, as from any slot it falls back to,
+// rather than take its clean flag for "nothing was logged after it" and
+// serve the volume without the files.
+func TestNewestSlotDamagedAfterCleanClose(t *testing.T) {
+	t.Parallel()
+	c := device.NewCrash(2<<20, 1)
+	ok(t, Mkfs(c, MkfsOptions{}))
+	v := must[*Volume](t)(Open(c, Options{CommitInterval: -1}))
+	syncedFiles(t, v, "pre")
+	ok(t, v.Close())
+	closed := must[*device.Mem](t)(c.Crash(device.DropUnflushed))
+	clean := must[*format.Superblock](t)(format.ReadSuperblock(closed))
+	cleanSlot := closed.Bytes()[int64(clean.Slot)*format.SuperblockSlotSize:][:format.SuperblockSize]
+	v = must[*Volume](t)(Open(c, Options{CommitInterval: -1}))
+	t.Cleanup(func() { v.Close() })
+	all := []string{"pre", "a", "b", "c"}
+	syncedFiles(t, v, all[1:]...)
+	img := must[*device.Mem](t)(c.Crash(device.DropUnflushed))
+	copy(img.Bytes()[int64(clean.Slot)*format.SuperblockSlotSize:], cleanSlot)
+	cur, other, err := format.ReadSuperblocks(img)
+	ok(t, err)
+	if other == nil || !other.Clean() || cur.Clean() {
+		t.Fatalf("superblocks %+v and %+v: want the newest in use over a clean one", cur, other)
+	}
+	slot := int64(cur.Slot) * format.SuperblockSlotSize
+	for _, off := range []int64{0, 56, 88, 124} { // magic, generation, log head, crc
+		t.Run(fmt.Sprint("byte", off), func(t *testing.T) {
+			bad := device.NewMemFrom(bytes.Clone(img.Bytes()))
+			bad.Bytes()[slot+off] ^= 0x10
+			r, err := Open(bad, Options{CommitInterval: -1})
+			ok(t, err)
+			wantFiles(t, r, all, map[string]bool{"pre": true, "a": true, "b": true, "c": true}, "newest slot damaged")
+			if r.Recovery().Clean {
+				t.Error("recovery says clean after replaying the log")
+			}
+			ok(t, r.Close())
+			r = must[*Volume](t)(Open(bad, Options{CommitInterval: -1}))
+			wantFiles(t, r, all, map[string]bool{"pre": true, "a": true, "b": true, "c": true}, "opened again")
+			ok(t, r.Close())
+		})
+	}
+}
+
+// TestLogDamageOtherSlotGarbageFirstCommits: as
+// TestLogDamageOtherSlotGarbage, before the mount's first checkpoint:
+// on a new volume, whose other slot is mkfs's, and on one closed cleanly
+// and opened again, whose other slot is the clean close's. Neither names
+// the journal instance that committed the files unless the mount wrote
+// it there too; without it, the zeroed block at the replay start passes
+// for the end of the log and the volume opens without them.
+func TestLogDamageOtherSlotGarbageFirstCommits(t *testing.T) {
+	t.Parallel()
+	for _, reopened := range []bool{false, true} {
+		t.Run(fmt.Sprint("reopened=", reopened), func(t *testing.T) {
+			c := device.NewCrash(2<<20, 1)
+			ok(t, Mkfs(c, MkfsOptions{}))
+			v := must[*Volume](t)(Open(c, Options{CommitInterval: -1}))
+			if reopened {
+				syncedFiles(t, v, "pre")
+				ok(t, v.Close())
+				v = must[*Volume](t)(Open(c, Options{CommitInterval: -1}))
+			}
+			t.Cleanup(func() { v.Close() })
+			syncedFiles(t, v, "a", "b", "c")
+			img := must[*device.Mem](t)(c.Crash(device.DropUnflushed))
+			cur, other, err := format.ReadSuperblocks(img)
+			ok(t, err)
+			if other == nil {
+				t.Fatal("one superblock slot only")
+			}
+			copy(img.Bytes()[int64(cur.Slot)*format.SuperblockSlotSize:], bytes.Repeat([]byte{0xa5}, format.SuperblockSize))
+			bs := uint64(other.BlockSize)
+			clear(img.Bytes()[(other.Log.Start+other.LogHead)*bs:][:bs])
+			before := bytes.Clone(img.Bytes())
+			r, err := Open(img, Options{CommitInterval: -1})
+			if err == nil {
+				wantFiles(t, r, []string{"a", "b", "c"}, map[string]bool{}, "opened")
+				r.Close()
+				t.Fatal("open succeeded over a damaged log with committed files past the damage")
+			}
+			if !errors.Is(err, journal.ErrLogDamaged) {
+				t.Fatalf("open: %v, want ErrLogDamaged", err)
+			}
+			if !bytes.Equal(img.Bytes(), before) {
+				t.Error("the refused open changed the image")
+			}
+		})
+	}
+}

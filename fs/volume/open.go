@@ -42,7 +42,8 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	}
 	start := time.Now()
 	v := newVolume(dev, opts, sb)
-	head, nextSeq, err := v.load(sb)
+	alone := older == nil
+	head, nextSeq, err := v.load(sb, alone)
 	var damage *checkpointDamage
 	if errors.As(err, &damage) {
 		if older != nil && older.Checkpoint != 0 && older.Checkpoint != sb.Checkpoint {
@@ -59,7 +60,7 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 		// No checkpoint stands in, but the newest one's bytes are sound:
 		// for a look or a repair, load it without the records that do
 		// not apply.
-		if lv, lhead, lnext, lerr := openLenient(dev, opts, sb); lerr == nil {
+		if lv, lhead, lnext, lerr := openLenient(dev, opts, sb, alone); lerr == nil {
 			v, head, nextSeq, err = lv, lhead, lnext, nil
 		}
 	}
@@ -94,11 +95,21 @@ func Open(dev device.Device, opts Options) (*Volume, error) {
 	// nextSeq is durable, and this journal instance writes from there on
 	// (format.Superblock.LogDurable), so damage there is never taken for
 	// the end of the log.
+	//
+	// It goes into both slots, one after the other: either may be lost
+	// later, and the other slot otherwise still names no writer or an
+	// earlier mount's (mkfs's, a clean close's), past whose log position
+	// this instance's commits are not told from stale chunks: a damaged
+	// first chunk would pass for the end of the log. The first write
+	// already made both slots name the loaded checkpoint, so the second
+	// drops nothing.
 	v.sb.Flags &^= format.FlagClean
 	v.sb.LogDurable, v.sb.LogWriter = nextSeq, v.j.Nonce()
-	if err := v.writeSuperblock(&v.sb); err != nil {
-		v.j.Close()
-		return nil, fmt.Errorf("open: %w", err)
+	for range 2 {
+		if err := v.writeSuperblock(&v.sb); err != nil {
+			v.j.Close()
+			return nil, fmt.Errorf("open: %w", err)
+		}
 	}
 	if err := v.freeOrphans(damaged); err != nil {
 		v.j.Close()
@@ -243,10 +254,10 @@ func openOlder(dev device.Device, opts Options, sb, older *format.Superblock, da
 // checkpoint loads as it is: what it leaves out is reported as a problem,
 // the volume opens damaged, and Repair's fresh checkpoint leaves it out
 // for good.
-func openLenient(dev device.Device, opts Options, sb *format.Superblock) (*Volume, journal.Position, uint64, error) {
+func openLenient(dev device.Device, opts Options, sb *format.Superblock, alone bool) (*Volume, journal.Position, uint64, error) {
 	v := newVolume(dev, opts, sb)
 	v.lenient = true
-	head, next, err := v.load(sb)
+	head, next, err := v.load(sb, alone)
 	v.lenient = false
 	if err != nil {
 		return nil, journal.Position{}, 0, err
@@ -330,15 +341,26 @@ func txnRoom(logBlocks uint64, blockSize uint32) int {
 // load rebuilds the metadata from the checkpoint and, after a crash, the
 // log; it returns where the log continues. A checkpoint that does not load
 // is a *checkpointDamage.
-func (v *Volume) load(sb *format.Superblock) (journal.Position, uint64, error) {
+//
+// A clean superblock skips the replay only when it is one of two: alone
+// (the other slot does not decode) it may be the clean close before the
+// slot a later mount wrote first, which is lost, and that mount's commits
+// continue the log from this one's position. Replay then finds them, or
+// ends at once where nothing was logged after the close (a chunk there
+// with the right sequence and chain was written after it).
+func (v *Volume) load(sb *format.Superblock, alone bool) (journal.Position, uint64, error) {
 	if err := v.loadFrom(sb); err != nil {
 		return journal.Position{}, 0, err
 	}
 	v.recovery.Clean = sb.Clean()
-	if sb.Clean() {
+	if sb.Clean() && !alone {
 		return journal.Position{Block: sb.LogHead, Prev: sb.LogPrev}, sb.LogSeq, nil
 	}
-	return v.replay(sb, logWriters(sb))
+	head, next, err := v.replay(sb, logWriters(sb))
+	if err == nil && next > sb.LogSeq {
+		v.recovery.Clean = false
+	}
+	return head, next, err
 }
 
 // loadFrom loads the checkpoint sb names and notes its blocks as the

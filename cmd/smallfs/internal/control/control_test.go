@@ -309,3 +309,65 @@ func TestSyncAndRemounted(t *testing.T) {
 		t.Errorf("Sync without a daemon = %v, want ErrNoDaemon", err)
 	}
 }
+
+// TestSocketDirOthersControl: where the run directory is shared (TMPDIR,
+// without XDG_RUNTIME_DIR) another user may have made it first. Whoever
+// owns the directory can put a listener of their own in place of the
+// daemon's socket, to answer a sync or a remount "done" and show made-up
+// figures: a daemon does not listen there, and a client does not ask
+// there.
+func TestSocketDirOthersControl(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(dir string) error
+	}{
+		{"writable by others", func(dir string) error { return os.Chmod(dir, 0o777) }},
+		{"writable by the group", func(dir string) error { return os.Chmod(dir, 0o770) }},
+		{"another user's", func(dir string) error {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to give the directory away")
+			}
+			return os.Chown(dir, 65534, 65534)
+		}},
+		{"a symlink", func(dir string) error {
+			if err := os.Rename(dir, dir+".real"); err != nil {
+				return err
+			}
+			return os.Symlink(dir+".real", dir)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "s.sock")
+			// A listener already there, as the other user would leave it.
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					io.WriteString(c, `{"done":true}`+"\n")
+					c.Close()
+				}
+			}()
+			if err := tc.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := Sync(path, time.Second); err == nil || !strings.Contains(err.Error(), "private") {
+				t.Errorf("Sync through a socket in a directory others control: %v, want a refusal", err)
+			}
+			if srv, err := Listen(filepath.Join(dir, "mine.sock"), sample); err == nil {
+				srv.Close()
+				t.Error("Listen in a directory others control succeeded")
+			}
+		})
+	}
+}

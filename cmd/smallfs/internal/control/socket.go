@@ -112,6 +112,9 @@ func Serve(path string, h Handlers) (*Server, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
+	if err := PrivateDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrInUse)
@@ -135,6 +138,27 @@ func Serve(path string, h Handlers) (*Server, error) {
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
+}
+
+// PrivateDir refuses a directory that is a symlink, is not owned by the
+// effective user, or that group or others may write: in a shared
+// directory such as /tmp another user could have made it first, to
+// replace what is put in it. RunDir falls back to one there.
+func PrivateDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir() || !ok:
+		return fmt.Errorf("%s: not a private directory: not a directory", dir)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s: not a private directory: owned by uid %d, not %d", dir, st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s: not a private directory: mode %#o lets others write in it", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // Path is where the server listens.
@@ -245,8 +269,16 @@ func order(path string, req request, dial time.Duration) error {
 }
 
 // connect dials the daemon's socket at path: ErrNoDaemon when nobody
-// listens there.
+// listens there. A socket in a directory that is not private
+// (PrivateDir) is not asked: whoever controls the directory could have
+// put their own listener there.
 func connect(path string, dial time.Duration) (net.Conn, error) {
+	if err := PrivateDir(filepath.Dir(path)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", path, ErrNoDaemon)
+		}
+		return nil, err
+	}
 	c, err := net.DialTimeout("unix", path, dial)
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
 		return nil, fmt.Errorf("%s: %w", path, ErrNoDaemon)
