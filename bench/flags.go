@@ -26,6 +26,10 @@ type config struct {
 	prealloc    device.Prealloc
 	base        string
 	replay      string
+	scale       bool // --scale: the scale run (scale.go) instead of the sequence
+	scaleFiles  int
+	tree        bool // --tree: the real-tree steps (tree.go) instead of the sequence
+	treeSrc     string
 }
 
 // DefaultTargets are what `smallfs bench` compares without arguments.
@@ -51,6 +55,14 @@ Targets (default: smallfs loopback ext4-loop):
   ext4-loop   kernel ext4 on a loop-mounted image (needs root)
   tmpfs       kernel tmpfs (needs root)
   DIRECTORY   an existing directory: whatever is mounted there
+
+Scale (--scale, root): one smallfs image filled through the mount with
+--scale-files files, 1,000 to a directory, every other one 4 KiB, from
+--threads threads: the first and the last 1% timed apart, each lstat-ed
+with the caches dropped (create and stat rates at 1% against 100%), then
+ls -lR and find -ls of everything (caches dropped), umount, mount, umount
+and fsck, with the daemon's CPU, memory and requests at every step.
+--json writes the report.
 
 Flags:
 `
@@ -81,6 +93,8 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		return err
 	})
 	fs.StringVar(&c.replay, "replay", "", "do not run: print the table and write --svg from a --json report `FILE`")
+	fs.BoolVar(&c.scale, "scale", false, "instead of the sequence: fill one smallfs with --scale-files files through the mount, then list, unmount, mount and fsck it (see Scale below)")
+	fs.IntVar(&c.scaleFiles, "scale-files", 1_000_000, "files of the --scale run, 1,000 to a directory")
 	fs.StringVar(&c.base, "base", "", "target the ratios are of (default smallfs, else the first)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
@@ -105,6 +119,9 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	}
 	if name, _, _ := strings.Cut(PoolOption, "="); c.pools && strings.Contains(","+c.smallfsOpts, ","+name+"=") {
 		errs = append(errs, fmt.Sprintf("--pools sets %s= itself; leave it out of --smallfs-opts", name))
+	}
+	if c.scale && (c.scaleFiles < 3*scalePerDir || c.scaleFiles > maxTotalFiles) {
+		errs = append(errs, fmt.Sprintf("scale-files %d: want %d to %d", c.scaleFiles, 3*scalePerDir, maxTotalFiles))
 	}
 	if err := c.w.validate(); err != nil {
 		errs = append(errs, strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "))
