@@ -133,6 +133,22 @@
 // in the scratch directory with its blocks allocated up front: 10^6 files
 // take 3.3 GB. It needs root (drop_caches).
 //
+// # A real tree
+//
+// --tree (tree.go) unpacks and removes a real source tree on each target:
+// a tarball of --tree-src (the Go distribution's src/, about 14,000
+// files; made in the scratch directory at the start, its regular files,
+// directories and symlinks) is unpacked with tar x into a fresh
+// filesystem; the caches are dropped and every path the tarball lists is
+// lstat-ed in its order, as git status stats the paths of its index; the
+// caches are dropped again and grep -rlF --tree-pattern reads every file,
+// finding as many as it finds in the source (else ErrVerify); then rm
+// -rf. Targets are the sequence's, interleaved over --rounds, each round
+// on a fresh filesystem; the report has each step's median seconds and
+// the base target's speed over each other target's. tar x and rm -rf are
+// timed as the user sees them: what the kernel caches and writes back
+// later (ext4's dirty pages, smallfs's commit) is not waited for.
+//
 // # Cleanup and errors
 //
 // Everything lives in one scratch directory: images, mount points, logs and,

@@ -44,6 +44,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if c.scale {
 		return runScale(ctx, c, stdout, stderr)
 	}
+	if c.tree {
+		return runTree(ctx, c, stdout, stderr)
+	}
 	rep, err := run(ctx, c, stdout, stderr)
 	if rep != nil {
 		if werr := writeOutputs(rep, c, stdout); werr != nil {
