@@ -165,6 +165,9 @@ func (m *mounted) run(sigs <-chan os.Signal, notifier *daemon.Notifier) error {
 		m.log.WithError(err).Warn("could not tell the mount command we are ready")
 	}
 	m.log.WithFields(logrus.Fields{"dev": m.dev, "stats_socket": sock}).Info("ready")
+	// Loading the metadata left garbage and the heap's peak resident:
+	// collect it and hand the pages back once, off the mount's path.
+	go debug.FreeOSMemory()
 
 	for {
 		select {
@@ -232,14 +235,11 @@ func (m *mounted) finish() error {
 }
 
 // gcPercent sets the daemon's garbage collection target from gc_percent
-// and returns what applies: under auto (0), Go's, which the runtime has
-// read from GOGC or defaulted to 100.
+// and returns what applies: under auto (0), GOGC from the environment,
+// else Go's 100 with the growth bounded for a large heap (boundHeap).
 func gcPercent(n int) string {
 	if n == 0 {
-		if env := os.Getenv("GOGC"); env != "" {
-			return "GOGC=" + env
-		}
-		return "100"
+		return boundHeap()
 	}
 	debug.SetGCPercent(n)
 	return strconv.Itoa(n)
