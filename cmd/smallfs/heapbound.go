@@ -30,16 +30,24 @@ func heapPercent(live uint64) int {
 	return max(int(room*100/live), 100/heapShare)
 }
 
-// boundHeap sets GOGC from the live heap after every collection, unless
-// GOGC or GOMEMLIMIT in the environment say otherwise. It returns what
-// applies, for the log.
-func boundHeap() string {
+// heapBounded tells whether boundHeap applies (GOGC and GOMEMLIMIT in
+// the environment say otherwise) and says what applies, for the log.
+func heapBounded() (string, bool) {
 	if env := os.Getenv("GOGC"); env != "" {
-		return "GOGC=" + env
+		return "GOGC=" + env, false
 	}
 	if os.Getenv("GOMEMLIMIT") != "" {
-		return "100 (GOMEMLIMIT set)"
+		return "100 (GOMEMLIMIT set)", false
 	}
+	return "auto (100, at most 32 MiB or 1/8 of the live heap)", true
+}
+
+// boundHeap sets GOGC from the live heap after every collection from
+// now on. The daemon starts it once the volume is loaded: during the
+// load the live heap grows from nothing, and a bounded headroom would
+// collect it over and over; the load's garbage is then collected once
+// (see mounted.run).
+func boundHeap() {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	last := 100
 	var after func()
@@ -54,7 +62,6 @@ func boundHeap() string {
 		watchGC(after)
 	}
 	watchGC(after)
-	return "auto (100, at most 32 MiB or 1/8 of the live heap)"
 }
 
 // gcWatch is an object whose finalizer runs after the collection that

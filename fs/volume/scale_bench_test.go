@@ -17,6 +17,8 @@ import (
 var (
 	benchScale   = flag.Int("bench.scale", 1000000, "files of BenchmarkScale, 1,000 to a directory")
 	benchProfile = flag.String("bench.profile", "", "BenchmarkScale: write a CPU profile of the Close, Open and Check it times to `FILE`")
+	benchHeap    = flag.String("bench.heapprofile", "", "BenchmarkScale: write a heap profile once the files are made to `FILE`")
+	benchKeep    = flag.String("bench.keep", "", "BenchmarkScale: keep the image, closed clean, at `PATH` (to time smallfs mount and fsck of it)")
 )
 
 // BenchmarkScale is `smallfs bench --scale` in process: -bench.scale
@@ -60,6 +62,12 @@ func BenchmarkScale(b *testing.B) {
 		}
 		ok(b, v.Sync())
 		made := heapAfterGC()
+		if *benchHeap != "" {
+			f, err := os.Create(*benchHeap)
+			ok(b, err)
+			ok(b, pprof.Lookup("heap").WriteTo(f, 0))
+			ok(b, f.Close())
+		}
 		runtime.GC()
 		stop := startProfile(b)
 		cpu0, t0 := cputime.Process(), time.Now()
@@ -84,6 +92,9 @@ func BenchmarkScale(b *testing.B) {
 		stop()
 		ok(b, v.Close())
 		ok(b, dev.Close())
+		if *benchKeep != "" {
+			ok(b, os.Rename(path, *benchKeep))
+		}
 
 		per := func(x uint64) float64 { return (float64(x) - float64(before)) / float64(n) }
 		b.ReportMetric(per(made), "heap-B/file-made")
