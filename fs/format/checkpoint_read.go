@@ -30,33 +30,22 @@ const readChunkSize = 1 << 20
 // caller must discard everything fn built. Errors wrap ErrCorrupt, or
 // ErrNewerVersion, or come from the device or from fn.
 func ReadCheckpoint(dev device.Device, loc CheckpointLoc, fn func(Record) error) (CheckpointInfo, error) {
-	return readCheckpoint(dev, loc, fn, false)
+	return readCheckpoint(dev, loc, fn, nil)
 }
 
-// readCheckpoint is ReadCheckpoint, decoding as ScanCheckpoint does when
-// scan is set.
-func readCheckpoint(dev device.Device, loc CheckpointLoc, fn func(Record) error, scan bool) (info CheckpointInfo, err error) {
+// readCheckpoint is ReadCheckpoint, decoding with scan when not nil.
+func readCheckpoint(dev device.Device, loc CheckpointLoc, fn func(Record) error, scan *scanner) (CheckpointInfo, error) {
 	if !ValidBlockSize(loc.BlockSize) || loc.Block < DataStart(loc.BlockSize) {
 		return CheckpointInfo{}, fmt.Errorf("format: checkpoint at block %d, block size %d: %w", loc.Block, loc.BlockSize, ErrCorrupt)
 	}
 	r := checkpointReader{dev: dev, bs: int64(loc.BlockSize), devBlocks: uint64(dev.Size()) / uint64(loc.BlockSize)}
-	r.stream.fn = fn
-	if scan {
-		r.par = newParStream(fn)
-		defer func() {
-			// Records before a failure reach fn first, and their own
-			// error, earlier in the payload, is the one reported.
-			if perr := r.par.drain(); perr != nil {
-				err = perr
-			}
-		}()
-	}
+	r.stream.fn, r.stream.scan = fn, scan
 	hb := make([]byte, r.bs)
 	first, err := r.readHead(hb, loc.Block, 0, 0)
 	if err != nil {
 		return CheckpointInfo{}, err
 	}
-	info = CheckpointInfo{Block: loc.Block, NextSeq: first.NextSeq, NextGen: first.NextGen, Records: first.Records, PayloadLen: first.PayloadLen}
+	info := CheckpointInfo{Block: loc.Block, NextSeq: first.NextSeq, NextGen: first.NextGen, Records: first.Records, PayloadLen: first.PayloadLen}
 	r.left = first.PayloadLen
 	h, start := first, loc.Block
 	for {
@@ -75,24 +64,18 @@ func readCheckpoint(dev device.Device, loc CheckpointLoc, fn func(Record) error,
 			return info, err
 		}
 	}
-	carried, records, crc := len(r.stream.carry), r.stream.records, r.stream.crc
-	if r.par != nil {
-		if err := r.par.finish(); err != nil {
-			return info, err
-		}
-		carried, records, crc = r.par.carried(), r.par.records, r.par.crc
-	}
+	s := &r.stream
 	switch {
 	case len(info.Extents) != int(first.Extents):
 		err = fmt.Errorf("checkpoint has %d extents, header says %d", len(info.Extents), first.Extents)
 	case r.left != 0:
 		err = fmt.Errorf("checkpoint extents end %d bytes before the payload", r.left)
-	case carried != 0:
+	case len(s.carry) != 0:
 		err = fmt.Errorf("checkpoint payload ends inside a record")
-	case records != first.Records:
-		err = fmt.Errorf("checkpoint holds %d records, header says %d", records, first.Records)
-	case crc != first.PayloadCRC:
-		err = fmt.Errorf("checkpoint payload checksum %#08x, computed %#08x", first.PayloadCRC, crc)
+	case s.records != first.Records:
+		err = fmt.Errorf("checkpoint holds %d records, header says %d", s.records, first.Records)
+	case s.crc != first.PayloadCRC:
+		err = fmt.Errorf("checkpoint payload checksum %#08x, computed %#08x", first.PayloadCRC, s.crc)
 	default:
 		err = checkDisjoint(info.Extents)
 	}
@@ -109,7 +92,6 @@ type checkpointReader struct {
 	left      uint64 // payload bytes not yet read
 	buf       []byte
 	stream    recordStream
-	par       *parStream // decodes instead of stream, for ScanCheckpoint
 }
 
 // readHead reads and decodes the header of extent index at block into hb.
@@ -171,9 +153,6 @@ func (r *checkpointReader) extent(hb []byte, start, blocks uint64, hdr int) erro
 
 func (r *checkpointReader) feed(p []byte) error {
 	r.left -= uint64(len(p))
-	if r.par != nil {
-		return r.par.feed(p)
-	}
 	return r.stream.feed(p)
 }
 
@@ -232,7 +211,8 @@ func checkDisjoint(xs []BlockRange) error {
 // pieces, keeping the running checksum and count.
 type recordStream struct {
 	fn      func(Record) error
-	carry   []byte // an incomplete record from the previous piece
+	scan    *scanner // decodes instead of DecodeRecord when set
+	carry   []byte   // an incomplete record from the previous piece
 	crc     uint32
 	records uint64
 }
@@ -277,7 +257,13 @@ func (s *recordStream) feed(p []byte) error {
 }
 
 func (s *recordStream) emit(b []byte) error {
-	r, _, err := DecodeRecord(b)
+	var r Record
+	var err error
+	if s.scan != nil {
+		r, err = s.scan.decode(b)
+	} else {
+		r, _, err = DecodeRecord(b)
+	}
 	if err != nil {
 		return err
 	}

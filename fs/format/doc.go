@@ -44,13 +44,8 @@
 // hands inodes, entries and extent maps over by pointer to reused
 // structures and interns names in 32 KiB blocks: no allocation per
 // record, and less time per record than ReadCheckpoint; decoding the
-// checkpoint of 10^6 files takes a fraction of a second. It decodes on up
-// to four goroutines (parscan.go: chunks of 256 KiB of whole records, cut
-// as the payload is read), and the caller's goroutine applies each chunk
-// in payload order while the next ones decode, so the load takes the
-// longer of the two rather than their sum. The writer keeps one 1 MiB
-// buffer and two head blocks; readers read 1 MiB at a time, and
-// ScanCheckpoint holds at most a few chunks per worker. Figures, with the command that
+// checkpoint of 10^6 files takes a fraction of a second. The writer keeps one 1 MiB buffer and two head
+// blocks; readers read 1 MiB at a time. Figures, with the command that
 // measures them (`go test -run XXX -bench Checkpoint -benchmem
 // ./fs/format`), in docs/PERFORMANCE.md, "Journal and format".
 //

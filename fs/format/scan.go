@@ -9,15 +9,51 @@ import (
 // ScanCheckpoint is ReadCheckpoint for the mount path, where decoding is
 // the cost: the common records (inodes, directory entries, extent maps,
 // block sums) reach fn as pointers (*InodeRec, *DirentRec, *ExtentsRec,
-// *BlockSumsRec) to structures reused for later records, so no record
+// *BlockSumsRec) to structures reused for the next record, so no record
 // is boxed, and names are interned in shared blocks instead of allocated
 // one by one. The rarer types come by value, as from ReadCheckpoint. fn
 // must not keep the pointer; what a record points to (names, extent maps,
-// data) is fn's to keep, but for block sums, which are reused too. The
-// records are decoded on several goroutines (parscan.go) and reach fn on
-// the caller's, in order. Errors are ReadCheckpoint's.
+// data) is fn's to keep, but for block sums, which are reused too. Errors
+// are ReadCheckpoint's.
 func ScanCheckpoint(dev device.Device, loc CheckpointLoc, fn func(Record) error) (CheckpointInfo, error) {
-	return readCheckpoint(dev, loc, fn, true)
+	return readCheckpoint(dev, loc, fn, new(scanner))
+}
+
+// scanner decodes records into reused structures for ScanCheckpoint.
+type scanner struct {
+	inode   InodeRec
+	dirent  DirentRec
+	extents ExtentsRec
+	sums    BlockSumsRec
+	names   arena
+}
+
+// decode decodes the record b (whole, as recordStream frames it).
+func (s *scanner) decode(b []byte) (Record, error) {
+	typ, d, _, err := frame(b)
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case RecInode:
+		decodeInode(&d, &s.inode)
+		return &s.inode, d.finish(typ, func() string { return checkIno(s.inode.Ino) })
+	case RecDirent:
+		r := &s.dirent
+		r.Parent, r.Ino, r.Cookie = d.uvarint("parent"), d.uvarint("ino"), d.uvarint("cookie")
+		r.Name = s.names.str(d.span("name", MaxNameLen))
+		return r, d.finish(typ, r.check)
+	case RecExtents:
+		r := &s.extents
+		r.Ino, r.Extents = d.uvarint("ino"), decodeExtents(&d)
+		return r, d.finish(typ, r.check)
+	case RecBlockSums:
+		r := &s.sums
+		decodeBlockSums(&d, r, r.Sums)
+		return r, d.finish(typ, r.check)
+	}
+	r, _, err := DecodeRecord(b)
+	return r, err
 }
 
 // TxnScanner is DecodeTxns for replay, where decoding is the cost: the

@@ -433,8 +433,9 @@
 // extension, rather than in an extension and a map of its own.
 // Directories of up to 16 entries have no index (a scan is cheaper);
 // larger ones an open-addressing table of 8-byte slots (nameindex.go), 10
-// to 20 bytes a name. Figures (BenchmarkMemoryPerFile) in docs/PERFORMANCE.md, "Memory
-// per file"; layer "fs" of Options.Accounting reports the live figures.
+// to 20 bytes a name. Figures (BenchmarkMemoryPerFile, BenchmarkScale) in
+// docs/PERFORMANCE.md, "Memory per file"; layer "fs" of
+// Options.Accounting reports the live figures.
 //
 // # Costs
 //
@@ -447,9 +448,8 @@
 // none when inline or dirty; a read plan of one extent adds two atomic
 // adds to it (the pin and its Done).
 // Open: O(records in the checkpoint and in the log since); the checkpoint
-// is read with format.ScanCheckpoint (decoded on several goroutines,
-// applied on one, no allocation per record but the extent maps) and each
-// directory indexed once at its end; the log is
+// is read with format.ScanCheckpoint (no allocation per record but the
+// extent maps) and each directory indexed once at its end; the log is
 // replayed through journal.ReplayScan (format.TxnScanner: no allocation
 // per record). Check and a checkpoint: O(inodes + entries + extents).
 // Figures (BenchmarkOpen and others) in docs/PERFORMANCE.md, "The volume

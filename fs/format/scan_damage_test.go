@@ -8,11 +8,11 @@ import (
 	"github.com/smallfs/smallfs/fs/device"
 )
 
-// TestScanCheckpointDamageInOrder: records damaged chunks into a large
-// checkpoint end ScanCheckpoint where they end ReadCheckpoint: fn sees
+// TestScanCheckpointDamageInOrder: a record damaged deep into a large
+// checkpoint ends ScanCheckpoint where it ends ReadCheckpoint: fn sees
 // exactly the records before the damaged one, and the error is the same,
-// whether the frame is damaged (found while cutting the payload) or the
-// body (found by a worker decoding it); an error of fn stops it there.
+// whether the frame is damaged or the body; an error of fn stops it
+// there.
 func TestScanCheckpointDamageInOrder(t *testing.T) {
 	const files = 30000
 	var recs []Record
@@ -27,8 +27,8 @@ func TestScanCheckpointDamageInOrder(t *testing.T) {
 		offs[i] = off
 		off += len(AppendRecord(nil, r))
 	}
-	if off < 4*scanChunkBytes {
-		t.Fatalf("payload of %d bytes: want several chunks", off)
+	if off < readChunkSize {
+		t.Fatalf("payload of %d bytes: want more than one read", off)
 	}
 	count := func(read func(device.Device, CheckpointLoc, func(Record) error) (CheckpointInfo, error), dev device.Device, loc CheckpointLoc, stopAt int) (int, error) {
 		n := 0
