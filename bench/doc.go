@@ -126,8 +126,9 @@
 // the daemon's CPU per file, say whether anything slows as the volume
 // grows. Then, caches dropped before each, ls -lR and find -ls of the
 // whole tree; umount (until the daemon has written its checkpoint and
-// exited); mount (until it answers); umount again; and smallfs fsck of
-// the image (its time, CPU and peak resident memory). Every step records
+// exited); mount (until it answers), and its memory 2 s later; umount
+// again; and smallfs fsck of the image (its time, CPU and peak resident
+// memory). Every step records
 // the daemon's CPU, resident memory, Go heap, collections and FUSE
 // requests by opcode, from /proc and `smallfs stats`. The image is a file
 // in the scratch directory with its blocks allocated up front: 10^6 files

@@ -34,7 +34,7 @@ func TestScaleBrief(t *testing.T) {
 	for _, s := range rep.Steps {
 		names = append(names, s.Name)
 	}
-	want := "create-first stat-first create create-last stat-last ls-lR find-ls umount mount umount-again fsck"
+	want := "create-first stat-first create create-last stat-last ls-lR find-ls umount mount settled umount-again fsck"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("steps %q, want %q", got, want)
 	}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +121,41 @@ func startProfile(b *testing.B) (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		ok(b, f.Close())
+	}
+}
+
+var benchImage = flag.String("bench.image", "", "BenchmarkOpenImage: the image to open (it is opened read-write and closed again)")
+
+// BenchmarkOpenImage opens the image -bench.image names (one that
+// BenchmarkScale -bench.keep left, say) and reports the wall and CPU
+// time of Open and the wall time from the start of each of its phases
+// (Options.Progress) to the next. Run with -benchtime=1x.
+func BenchmarkOpenImage(b *testing.B) {
+	if *benchImage == "" {
+		b.Skip("no -bench.image")
+	}
+	for range b.N {
+		dev, err := device.Open(*benchImage, device.Options{})
+		ok(b, err)
+		runtime.GC()
+		var phases []string
+		var at []time.Time
+		opts := Options{CommitInterval: -1, Progress: func(p Progress) {
+			if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
+				phases, at = append(phases, p.Phase), append(at, time.Now())
+			}
+		}}
+		cpu0, t0 := cputime.Process(), time.Now()
+		v, err := Open(dev, opts)
+		wall, cpu := time.Since(t0), cputime.Process()-cpu0
+		ok(b, err)
+		at = append(at, t0.Add(wall))
+		for i, ph := range phases {
+			b.ReportMetric(at[i+1].Sub(at[i]).Seconds(), "s-"+strings.ReplaceAll(ph, " ", "-"))
+		}
+		b.ReportMetric(wall.Seconds(), "s-open")
+		b.ReportMetric(cpu.Seconds(), "cpu-s-open")
+		ok(b, v.Discard())
+		ok(b, dev.Close())
 	}
 }
