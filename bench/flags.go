@@ -61,16 +61,17 @@ Scale (--scale, root): one smallfs image filled through the mount with
 --scale-files files, 1,000 to a directory, every other one 4 KiB, from
 --threads threads: the first and the last 1% timed apart, each lstat-ed
 with the caches dropped (create and stat rates at 1% against 100%), then
-ls -lR and find -ls of everything (caches dropped), umount, mount, umount
-and fsck, with the daemon's CPU, memory and requests at every step.
+ls -lR and find -ls of everything (caches dropped), umount, mount (and
+the memory 2 s later), umount and fsck, with the daemon's CPU, memory and
+requests at every step.
 --json writes the report.
 
 Tree (--tree, root): a tarball of --tree-src (the Go distribution's src/,
-about 14,000 files) made in the scratch directory, then on each target,
-interleaved over --rounds, a fresh filesystem for each: tar x; caches
-dropped, lstat of every path (git status); caches dropped, grep -r of
---tree-pattern (its count checked against the source's); rm -rf. Medians
-of the rounds and the base target's speed over each other's.
+11,000 to 14,000 files by version) made in the scratch directory, then on
+each target, interleaved over --rounds, a fresh filesystem for each: tar
+x; caches dropped, lstat of every path (git status); caches dropped, grep
+-r of --tree-pattern (its count checked against the source's); rm -rf.
+Medians of the rounds and the base target's speed over each other's.
 
 Flags:
 `
@@ -101,9 +102,9 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		return err
 	})
 	fs.StringVar(&c.replay, "replay", "", "do not run: print the table and write --svg from a --json report `FILE`")
-	fs.BoolVar(&c.scale, "scale", false, "instead of the sequence: fill one smallfs with --scale-files files through the mount, then list, unmount, mount and fsck it (see Scale below)")
+	fs.BoolVar(&c.scale, "scale", false, "instead of the sequence: fill one smallfs with --scale-files files through the mount, then list, unmount, mount and fsck it (see Scale above)")
 	fs.IntVar(&c.scaleFiles, "scale-files", 1_000_000, "files of the --scale run, 1,000 to a directory")
-	fs.BoolVar(&c.tree, "tree", false, "instead of the sequence: unpack a real source tree, stat it, grep it and remove it on each target (see Tree below)")
+	fs.BoolVar(&c.tree, "tree", false, "instead of the sequence: unpack a real source tree, stat it, grep it and remove it on each target (see Tree above)")
 	fs.StringVar(&c.treeSrc, "tree-src", "", "the directory --tree makes its tarball of (default: the Go distribution's src/)")
 	fs.StringVar(&c.treePattern, "tree-pattern", "func main()", "the string --tree greps for")
 	fs.StringVar(&c.base, "base", "", "target the ratios are of (default smallfs, else the first)")
