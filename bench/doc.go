@@ -138,8 +138,9 @@
 //
 // --tree (tree.go) unpacks and removes a real source tree on each target:
 // a tarball of --tree-src (the Go distribution's src/, 11,000 to 14,000
-// files by version; made in the scratch directory at the start, its regular files,
-// directories and symlinks) is unpacked with tar x into a fresh
+// files by version; made in the scratch directory at the start, its
+// regular files, directories and symlinks) is unpacked with tar x into a
+// fresh
 // filesystem; the caches are dropped and every path the tarball lists is
 // lstat-ed in its order, as git status stats the paths of its index; the
 // caches are dropped again and grep -rlF --tree-pattern reads every file,
