@@ -14,6 +14,7 @@ import (
 // and nothing is left mounted or in the scratch directory.
 func TestScaleBrief(t *testing.T) {
 	needFUSEMount(t)
+	t.Parallel() // mounts of its own; waits mostly on the daemon and the kernel
 	scratch, dir := t.TempDir(), t.TempDir()
 	jsonPath := filepath.Join(dir, "scale.json")
 	var out, errOut bytes.Buffer

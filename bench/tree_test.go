@@ -14,6 +14,7 @@ import (
 // finds in the source, and nothing is left behind.
 func TestTreeBrief(t *testing.T) {
 	needFUSEMount(t)
+	t.Parallel() // mounts of its own; waits mostly on the daemon and the kernel
 	src := filepath.Join(t.TempDir(), "src")
 	for d := range 3 {
 		dir := filepath.Join(src, fmt.Sprintf("pkg%d", d), "internal")
