@@ -139,6 +139,44 @@
 // group; its subtitle sums up the load. --replay FILE prints and charts a
 // saved report without running.
 //
+// # Scale
+//
+// --scale (scale.go) measures what a user sees of one smallfs holding
+// many files, rather than the sequence: --scale-files files (10^6 by
+// default) made through the mount in directories of 1,000 (every other
+// file 4 KiB, the rest empty), from --threads threads taking directories
+// in turn. The first and the last 1% of the directories are created as
+// steps of their own, and each is then lstat-ed with the kernel's caches
+// dropped, so the create and stat rates with 1% and with all of the
+// files present are measured the same way; their ratios, and those of
+// the daemon's CPU per file, say whether anything slows as the volume
+// grows. Then, caches dropped before each, ls -lR and find -ls of the
+// whole tree; umount (until the daemon has written its checkpoint and
+// exited); mount (until it answers), and its memory 2 s later; umount
+// again; and smallfs fsck of the image (its time, CPU and peak resident
+// memory). Every step records
+// the daemon's CPU, resident memory, Go heap, collections and FUSE
+// requests by opcode, from /proc and `smallfs stats`. The image is a file
+// in the scratch directory with its blocks allocated up front: 10^6 files
+// take 3.3 GB. It needs root (drop_caches).
+//
+// # A real tree
+//
+// --tree (tree.go) unpacks and removes a real source tree on each target:
+// a tarball of --tree-src (the Go distribution's src/, 11,000 to 14,000
+// files by version; made in the scratch directory at the start, its
+// regular files, directories and symlinks) is unpacked with tar x into a
+// fresh
+// filesystem; the caches are dropped and every path the tarball lists is
+// lstat-ed in its order, as git status stats the paths of its index; the
+// caches are dropped again and grep -rlF --tree-pattern reads every file,
+// finding as many as it finds in the source (else ErrVerify); then rm
+// -rf. Targets are the sequence's, interleaved over --rounds, each round
+// on a fresh filesystem; the report has each step's median seconds and
+// the base target's speed over each other target's. tar x and rm -rf are
+// timed as the user sees them: what the kernel caches and writes back
+// later (ext4's dirty pages, smallfs's commit) is not waited for.
+//
 // # Cleanup and errors
 //
 // Everything lives in one scratch directory: images, mount points, logs and,

@@ -27,6 +27,11 @@ type config struct {
 	prealloc    device.Prealloc
 	base        string
 	replay      string
+	scale       bool // --scale: the scale run (scale.go) instead of the sequence
+	scaleFiles  int
+	tree        bool // --tree: the real-tree steps (tree.go) instead of the sequence
+	treeSrc     string
+	treePattern string
 }
 
 // DefaultTargets are what `smallfs bench` compares without arguments.
@@ -54,6 +59,22 @@ Targets (default: smallfs loopback ext4-loop):
   ext4-loop   kernel ext4 on a loop-mounted image (needs root)
   tmpfs       kernel tmpfs (needs root)
   DIRECTORY   an existing directory: whatever is mounted there
+
+Scale (--scale, root): one smallfs image filled through the mount with
+--scale-files files, 1,000 to a directory, every other one 4 KiB, from
+--threads threads: the first and the last 1% timed apart, each lstat-ed
+with the caches dropped (create and stat rates at 1% against 100%), then
+ls -lR and find -ls of everything (caches dropped), umount, mount (and
+the memory 2 s later), umount and fsck, with the daemon's CPU, memory and
+requests at every step.
+--json writes the report.
+
+Tree (--tree, root): a tarball of --tree-src (the Go distribution's src/,
+11,000 to 14,000 files by version) made in the scratch directory, then on
+each target, interleaved over --rounds, a fresh filesystem for each: tar
+x; caches dropped, lstat of every path (git status); caches dropped, grep
+-r of --tree-pattern (its count checked against the source's); rm -rf.
+Medians of the rounds and the base target's speed over each other's.
 
 Flags:
 `
@@ -85,6 +106,11 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 		return err
 	})
 	fs.StringVar(&c.replay, "replay", "", "do not run: print the table and write --svg from a --json report `FILE`")
+	fs.BoolVar(&c.scale, "scale", false, "instead of the sequence: fill one smallfs with --scale-files files through the mount, then list, unmount, mount and fsck it (see Scale above)")
+	fs.IntVar(&c.scaleFiles, "scale-files", 1_000_000, "files of the --scale run, 1,000 to a directory")
+	fs.BoolVar(&c.tree, "tree", false, "instead of the sequence: unpack a real source tree, stat it, grep it and remove it on each target (see Tree above)")
+	fs.StringVar(&c.treeSrc, "tree-src", "", "the directory --tree makes its tarball of (default: the Go distribution's src/)")
+	fs.StringVar(&c.treePattern, "tree-pattern", "func main()", "the string --tree greps for")
 	fs.StringVar(&c.base, "base", "", "target the ratios are of (default smallfs, else the first)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
@@ -109,6 +135,15 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	}
 	if name, _, _ := strings.Cut(PoolOption, "="); c.pools && strings.Contains(","+c.smallfsOpts, ","+name+"=") {
 		errs = append(errs, fmt.Sprintf("--pools sets %s= itself; leave it out of --smallfs-opts", name))
+	}
+	if c.scale && c.tree {
+		errs = append(errs, "--scale and --tree are runs of their own: give one")
+	}
+	if c.tree && c.treePattern == "" {
+		errs = append(errs, "--tree-pattern is empty")
+	}
+	if c.scale && (c.scaleFiles < 3*scalePerDir || c.scaleFiles > maxTotalFiles) {
+		errs = append(errs, fmt.Sprintf("scale-files %d: want %d to %d", c.scaleFiles, 3*scalePerDir, maxTotalFiles))
 	}
 	if err := c.w.validate(); err != nil {
 		errs = append(errs, strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "))

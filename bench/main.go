@@ -41,6 +41,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if c.scale {
+		return runScale(ctx, c, stdout, stderr)
+	}
+	if c.tree {
+		return runTree(ctx, c, stdout, stderr)
+	}
 	rep, err := run(ctx, c, stdout, stderr)
 	if rep != nil {
 		if werr := writeOutputs(rep, c, stdout); werr != nil {

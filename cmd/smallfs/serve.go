@@ -50,7 +50,7 @@ func (a *app) serve(p mountopt.Args) error {
 		procs = mountopt.AutoProcs(runtime.NumCPU())
 	}
 	runtime.GOMAXPROCS(procs)
-	gc := gcPercent(p.Config.GCPercent)
+	gc, bound := gcPercent(p.Config.GCPercent)
 	log.WithFields(logrus.Fields{
 		"version": versionString(), "options": p.Config.String(), "ignored": strings.Join(p.Config.Ignored, ","),
 		"log": mlog.dest, "background": a.notifier != nil, "procs": procs, "gc_percent": gc,
@@ -60,6 +60,9 @@ func (a *app) serve(p mountopt.Args) error {
 	if err != nil {
 		log.WithError(err).Error("mount failed")
 		return err
+	}
+	if bound {
+		boundHeap()
 	}
 	m := &mounted{p: p, sess: sess, log: log, mlog: mlog, started: time.Now(), background: a.notifier != nil}
 	return m.run(sigs, a.notifier)
@@ -165,6 +168,9 @@ func (m *mounted) run(sigs <-chan os.Signal, notifier *daemon.Notifier) error {
 		m.log.WithError(err).Warn("could not tell the mount command we are ready")
 	}
 	m.log.WithFields(logrus.Fields{"dev": m.dev, "stats_socket": sock}).Info("ready")
+	// Loading the metadata left garbage and the heap's peak resident:
+	// collect it and hand the pages back once, off the mount's path.
+	go debug.FreeOSMemory()
 
 	for {
 		select {
@@ -232,15 +238,13 @@ func (m *mounted) finish() error {
 }
 
 // gcPercent sets the daemon's garbage collection target from gc_percent
-// and returns what applies: under auto (0), Go's, which the runtime has
-// read from GOGC or defaulted to 100.
-func gcPercent(n int) string {
+// and returns what applies: under auto (0), GOGC from the environment,
+// else Go's 100 with the growth bounded for a large heap once the volume
+// is loaded (bound: boundHeap).
+func gcPercent(n int) (applies string, bound bool) {
 	if n == 0 {
-		if env := os.Getenv("GOGC"); env != "" {
-			return "GOGC=" + env
-		}
-		return "100"
+		return heapBounded()
 	}
 	debug.SetGCPercent(n)
-	return strconv.Itoa(n)
+	return strconv.Itoa(n), false
 }

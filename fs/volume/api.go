@@ -34,6 +34,7 @@ import (
 //	Mkfs(dev device.Device, opts MkfsOptions) error      // does not close dev
 //	Open(dev device.Device, opts Options) (*Volume, error)
 //	(*Volume) Close() error                       // flush, checkpoint, mark clean; not dev
+//	(*Volume) Discard() error                     // stop without writing more: fsck's overlay
 //	(*Volume) Lookup(ctx Context, parent Ino, name string) (Attr, error)
 //	(*Volume) Parent(dir Ino) (Ino, error)                   // "..", without counting a reference
 //	(*Volume) Forget(ino Ino, n uint64)

@@ -106,8 +106,8 @@ func (c *checker) dirIndex(ino Ino, d *dir) {
 	if live != d.live {
 		c.add(ino, fmt.Sprintf("counts %d entries, holds %d", d.live, live))
 	}
-	if d.index != nil && len(d.index)+len(d.clash) != live {
-		c.add(ino, fmt.Sprintf("name index holds %d names for %d entries", len(d.index)+len(d.clash), live))
+	if d.index != nil && d.index.n != live {
+		c.add(ino, fmt.Sprintf("name index holds %d names for %d entries", d.index.n, live))
 	}
 }
 

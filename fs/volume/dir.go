@@ -42,20 +42,17 @@ type dref struct {
 // search and is unaffected by entries added or removed meanwhile; removal
 // leaves a hole that compaction reclaims once holes outnumber live entries
 // (amortised O(1)). Directories of more than smallDir entries also keep a
-// hash index from name to position, so a lookup costs one hash, one map
-// probe and one comparison in 10 or 10^6 entries. The index is keyed by a
-// 64-bit hash of the name, not the name, to keep its slots at 16 bytes; the
-// rare name whose hash another name holds goes to clash.
+// hash index from name to position (nameindex.go), so a lookup costs one
+// hash, a probe or two and one comparison in 10 or 10^6 entries.
 //
 // Guarded by Volume.mu.
 type dir struct {
 	parent Ino // ".."; the root is its own parent
 	ents   []dent
 	live   int
-	next   uint64            // cookie of the next entry
-	index  map[uint64]uint32 // name hash -> position in ents
-	clash  map[string]uint32 // name -> position, for names whose hash is taken
-	cursor atomic.Uint64     // where the data of the next file placed goes
+	next   uint64        // cookie of the next entry
+	index  *nameIndex    // name -> position in ents, past smallDir entries
+	cursor atomic.Uint64 // where the data of the next file placed goes
 	// loading marks entries appended by appendLoaded and not yet indexed
 	// (indexLoaded): only while Open reads the checkpoint.
 	loading bool
@@ -75,13 +72,8 @@ func (d *dir) pos(name string) int {
 		}
 		return -1
 	}
-	if p, ok := d.index[maphash.String(nameSeed, name)]; ok && d.ents[p].name == name {
-		return int(p)
-	}
-	if p, ok := d.clash[name]; ok {
-		return int(p)
-	}
-	return -1
+	p, _ := d.index.find(d.ents, name, nameHash(name))
+	return p
 }
 
 // lookup returns the entry called name.
@@ -122,7 +114,7 @@ func (d *dir) insert(name string, ino Ino, cookie uint64) (replaced bool) {
 	case shifted || d.index == nil && d.live > smallDir:
 		d.reindex()
 	case d.index != nil:
-		d.indexAdd(name, uint32(i))
+		d.indexAdd(name, i)
 	}
 	return replaced
 }
@@ -149,7 +141,7 @@ func (d *dir) appendLoaded(name string, ino Ino, cookie uint64) bool {
 func (d *dir) indexLoaded() (err error) {
 	defer func() {
 		if err != nil {
-			d.index, d.clash, d.loading = nil, nil, true
+			d.index, d.loading = nil, true
 		}
 	}()
 	d.loading = false
@@ -163,25 +155,21 @@ func (d *dir) indexLoaded() (err error) {
 		}
 		return nil
 	}
-	d.index = make(map[uint64]uint32, d.live)
+	x := newNameIndex(d.live)
+	d.index = x
 	for i, e := range d.ents {
 		if e.name == "" {
 			continue
 		}
-		// One probe per name: a map of 10^6 names misses the cache on each.
-		h := maphash.String(nameSeed, e.name)
-		p, taken := d.index[h]
-		if !taken {
-			d.index[h] = uint32(i)
-			continue
-		}
-		if _, again := d.clash[e.name]; again || d.ents[p].name == e.name {
+		// One probe per name, which ends at the slot to fill: an index of
+		// 10^6 names misses the cache on each.
+		h := nameHash(e.name)
+		p, slot := x.find(d.ents, e.name, h)
+		if p >= 0 {
 			return fmt.Errorf("name %q listed twice", e.name)
 		}
-		if d.clash == nil {
-			d.clash = make(map[string]uint32)
-		}
-		d.clash[e.name] = uint32(i)
+		x.slots[slot] = tagOf(h)<<32 | uint64(i+1)
+		x.n++
 	}
 	return nil
 }
@@ -206,24 +194,16 @@ func (d *dir) dropDuplicates() []string {
 	return dropped
 }
 
-func (d *dir) indexAdd(name string, p uint32) {
-	h := maphash.String(nameSeed, name)
-	if _, taken := d.index[h]; !taken {
-		d.index[h] = p
-		return
-	}
-	if d.clash == nil {
-		d.clash = make(map[string]uint32)
-	}
-	d.clash[name] = p
+func (d *dir) indexAdd(name string, p int) {
+	d.index.add(d.ents, name, nameHash(name), p)
 }
 
 // reindex rebuilds the hash index after positions moved.
 func (d *dir) reindex() {
-	d.index, d.clash = make(map[uint64]uint32, d.live), nil
+	d.index = newNameIndex(d.live)
 	for i, e := range d.ents {
 		if e.name != "" {
-			d.indexAdd(e.name, uint32(i))
+			d.indexAdd(e.name, i)
 		}
 	}
 }
@@ -241,11 +221,7 @@ func (d *dir) remove(name string) bool {
 // removeAt deletes entry p, called name.
 func (d *dir) removeAt(p int, name string) {
 	if d.index != nil {
-		if _, ok := d.clash[name]; ok {
-			delete(d.clash, name)
-		} else {
-			delete(d.index, maphash.String(nameSeed, name))
-		}
+		d.index.remove(d.ents, name, nameHash(name))
 	}
 	d.ents[p] = dent{cookie: d.ents[p].cookie}
 	d.live--
@@ -258,7 +234,7 @@ func (d *dir) removeAt(p int, name string) {
 func (d *dir) compact() {
 	d.ents = d.liveEntries(d.live / 4)
 	if d.live <= smallDir/2 {
-		d.index, d.clash = nil, nil
+		d.index = nil
 	} else if d.index != nil {
 		d.reindex()
 	}

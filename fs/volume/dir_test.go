@@ -1,8 +1,9 @@
 package volume
 
 import (
-	"hash/maphash"
+	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -87,29 +88,77 @@ func TestLargeDirectory(t *testing.T) {
 	}
 }
 
-// TestDirHashClash makes two names share an index slot, as a 64-bit hash
-// collision would: both stay reachable and removable.
+// TestDirHashClash makes names share their hash, as a collision would:
+// all stay reachable and removable, in any order.
 func TestDirHashClash(t *testing.T) {
+	real := nameHash
+	t.Cleanup(func() { nameHash = real })
+	nameHash = func(name string) uint64 {
+		if strings.HasPrefix(name, "c") {
+			return 7 << 32 // the clashing names: one hash, one home slot
+		}
+		return real(name)
+	}
 	d := newDir(RootIno)
 	for i := range smallDir + 1 {
 		d.insert("n"+strconv.Itoa(i), Ino(100+i), uint64(firstCookie+i))
 	}
-	// Point the slot of "new" at "n0", as if their hashes were equal.
-	d.index[maphash.String(nameSeed, "new")] = 0
-	d.insert("new", 999, d.next)
-	if len(d.clash) != 1 {
-		t.Fatalf("clash map %v", d.clash)
+	for i := range 40 { // past the first growth of the index
+		d.insert("c"+strconv.Itoa(i), Ino(1000+i), d.next)
 	}
-	if r, ok := d.lookup("new"); !ok || r.ino != 999 {
-		t.Fatalf("lookup of the clashing name: %v %v", r, ok)
+	for i := range 40 {
+		if r, ok := d.lookup("c" + strconv.Itoa(i)); !ok || r.ino != Ino(1000+i) {
+			t.Fatalf("lookup of clashing name c%d: %v %v", i, r, ok)
+		}
 	}
 	if r, ok := d.lookup("n0"); !ok || r.ino != 100 {
-		t.Fatalf("lookup of the name holding the slot: %v %v", r, ok)
+		t.Fatalf("lookup of a name beside them: %v %v", r, ok)
 	}
-	if !d.remove("new") || len(d.clash) != 0 {
-		t.Fatal("clashing name not removed")
+	for _, i := range []int{0, 39, 17, 1, 38} {
+		if !d.remove("c" + strconv.Itoa(i)) {
+			t.Fatalf("clashing name c%d not removed", i)
+		}
+		if _, ok := d.lookup("c" + strconv.Itoa(i)); ok {
+			t.Fatalf("removed name c%d still found", i)
+		}
 	}
-	if _, ok := d.lookup("new"); ok {
-		t.Fatal("removed name still found")
+	for i := range 40 {
+		_, ok := d.lookup("c" + strconv.Itoa(i))
+		if want := i != 0 && i != 39 && i != 17 && i != 1 && i != 38; ok != want {
+			t.Fatalf("c%d found %v, want %v", i, ok, want)
+		}
+	}
+}
+
+// TestNameIndexModel drives the index with a hash of a few bits, so runs
+// of slots wrap around the table and removals shift entries back over
+// the wrap, against a map.
+func TestNameIndexModel(t *testing.T) {
+	real := nameHash
+	t.Cleanup(func() { nameHash = real })
+	nameHash = func(name string) uint64 { return (0xffffffff - real(name)%5<<24) << 32 } // homes in the last 5/256 of the slots
+	rng := rand.New(rand.NewPCG(5, 6))
+	d := newDir(RootIno)
+	model := map[string]Ino{}
+	for step := range 20000 {
+		name := "x" + strconv.Itoa(rng.IntN(300))
+		switch rng.IntN(3) {
+		case 0, 1:
+			d.insert(name, Ino(step+2), d.next)
+			model[name] = Ino(step + 2)
+		case 2:
+			if d.remove(name) != (model[name] != 0) {
+				t.Fatalf("step %d: remove %s disagrees with the model", step, name)
+			}
+			delete(model, name)
+		}
+		probe := "x" + strconv.Itoa(rng.IntN(300))
+		r, ok := d.lookup(probe)
+		if want, in := model[probe]; ok != in || ok && r.ino != want {
+			t.Fatalf("step %d: lookup %s = %v %v, model %v %v", step, probe, r, ok, want, in)
+		}
+		if d.index != nil && d.index.n != d.live {
+			t.Fatalf("step %d: index holds %d names, directory %d", step, d.index.n, d.live)
+		}
 	}
 }

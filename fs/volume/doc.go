@@ -432,13 +432,15 @@
 //
 // A file costs, beyond its name, an inode slot and a directory entry, kept
 // in the directory's cookie-ordered slice and in its hash index, with
-// slack from slice and map growth; the aim is 200 bytes. A file whose
+// slack from slice and index growth; the aim is 200 bytes. A file whose
 // extent map is one extent from its first block (at most 65,535 blocks:
 // nearly every small file) keeps it in the inode slot and needs no
 // extension, rather than in an extension and a map of its own.
-// Directories of up to 16 entries have no index (a scan is cheaper than a
-// map). Figures (BenchmarkMemoryPerFile) in docs/PERFORMANCE.md, "Memory
-// per file"; layer "fs" of Options.Accounting reports the live figures.
+// Directories of up to 16 entries have no index (a scan is cheaper);
+// larger ones an open-addressing table of 8-byte slots (nameindex.go), 10
+// to 20 bytes a name. Figures (BenchmarkMemoryPerFile, BenchmarkScale) in
+// docs/PERFORMANCE.md, "Memory per file"; layer "fs" of
+// Options.Accounting reports the live figures.
 //
 // # Costs
 //

@@ -645,6 +645,32 @@ func (v *Volume) Close() error {
 	return v.closeErr
 }
 
+// Discard closes the volume without writing anything more: no
+// write-back, no checkpoint, no clean flag. It is for a volume on a
+// device whose writes are thrown away (fsck and info read through a
+// copy-on-write overlay), where Close's checkpoint would be work for
+// nothing. Dirty data is dropped; the device keeps what it held, and
+// the next Open of it replays the log as after a crash. Discard and
+// Close are done once between them: any later call gives ErrClosed.
+func (v *Volume) Discard() error {
+	first := false
+	v.closeOnce.Do(func() {
+		first = true
+		v.stopCommitter()
+		v.stopFlusher()
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.closed = true
+		v.closeErr = v.j.Close()
+		v.acct.release(v)
+		v.space.close()
+	})
+	if !first {
+		return opErr("close", "", ErrClosed)
+	}
+	return v.closeErr
+}
+
 // close is Close's work, done once.
 func (v *Volume) close() error {
 	v.stopCommitter()

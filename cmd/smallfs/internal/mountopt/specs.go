@@ -83,7 +83,7 @@ var specs = []Spec{
 		Help:  "CPUs that run the daemon's code at once (GOMAXPROCS)",
 		apply: autoCountField(func(c *Config) *int { return &c.Procs }, 1, 1024)},
 	{Name: "gc_percent", Value: "PERCENT|auto", Default: "auto",
-		Help:  "heap growth, in % of the live heap, that starts a garbage collection (GOGC); auto is Go's: 100, or GOGC from the environment",
+		Help:  "heap growth, in % of the live heap, that starts a garbage collection (GOGC); auto is 100, or GOGC from the environment, and without GOGC a heap over 32 MiB grows by at most 32 MiB or an eighth of it",
 		apply: autoCountField(func(c *Config) *int { return &c.GCPercent }, 10, 1000)},
 	{Name: "iobuf_pool", Value: "on|off", Default: "on",
 		Help:  "pool the buffers of written data (off: allocate each, to measure the pools)",
