@@ -119,6 +119,20 @@ func (d *Dir) File(size int64, runs []Run) {
 		b.small = append(b.small, n)
 	}
 	d.withBlocks++
+	d.add(runs)
+}
+
+// Also adds the runs of a file already counted in another directory (a
+// second name): they count in this directory's spread only.
+func (d *Dir) Also(runs []Run) {
+	if Extents(runs) == 0 {
+		return
+	}
+	d.withBlocks++
+	d.add(runs)
+}
+
+func (d *Dir) add(runs []Run) {
 	for _, r := range runs {
 		if r.Len == 0 {
 			continue
