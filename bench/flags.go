@@ -26,6 +26,8 @@ type config struct {
 	prealloc    device.Prealloc
 	base        string
 	replay      string
+	age         bool      // --age: the aging run (agerun.go)
+	ag          ageConfig // its flags
 }
 
 // DefaultTargets are what `smallfs bench` compares without arguments.
@@ -51,6 +53,17 @@ Targets (default: smallfs loopback ext4-loop):
   ext4-loop   kernel ext4 on a loop-mounted image (needs root)
   tmpfs       kernel tmpfs (needs root)
   DIRECTORY   an existing directory: whatever is mounted there
+
+With --age, ages each target instead (smallfs, smallfs:OPTS, ext4-loop,
+loopback; the same three by default): fills a --device-size device to
+--fill % with a tree of files whose sizes are drawn from --size-tree,
+then runs --rounds rounds (default 100) of creates, rewrites, appends,
+renames across directories and deletes, the same on every target, and
+every --every rounds measures, aged and on a fresh copy of the same tree
+on a fresh device: extents per file, directory spread, free-space
+fragmentation, a cold read of the whole tree in directory order (MB/s,
+files/s) and --batch creates and appends (files/s). Caches are dropped
+before each cold read (root).
 
 Flags:
 `
@@ -82,6 +95,8 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	})
 	fs.StringVar(&c.replay, "replay", "", "do not run: print the table and write --svg from a --json report `FILE`")
 	fs.StringVar(&c.base, "base", "", "target the ratios are of (default smallfs, else the first)")
+	fs.BoolVar(&c.age, "age", false, "run the aging churn instead of the sequence (see below)")
+	c.ag.register(fs)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
 		fs.SetOutput(stdout)
@@ -94,6 +109,12 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	c.targets = fs.Args()
 	if len(c.targets) == 0 {
 		c.targets = DefaultTargets()
+	}
+	if c.age {
+		if err := c.finishAge(fs); err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
 	var errs []string
 	var err error
