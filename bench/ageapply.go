@@ -41,7 +41,8 @@ type ageState struct {
 	dir   []int32  // by file id; -1 absent
 	size  []int64
 	base  []uint32
-	ndirs int // directories made
+	made  []bool // by directory: made (a full device can refuse a mkdir)
+	ndirs int    // directories the model made
 	// enospc counts the operations the full device cut short or refused;
 	// skipped those of files a refused create left absent.
 	enospc, skipped int64
@@ -76,16 +77,16 @@ func (s *ageState) apply(op ageOp) error {
 	}
 	switch op.kind {
 	case ageMkdir:
-		p := filepath.Join(s.root, s.dirs[op.dir])
-		for _, d := range []string{filepath.Dir(p), p} {
-			err := again0(func() error { return syscall.Mkdir(d, 0o755) })
-			if err != nil && !errors.Is(err, syscall.EEXIST) {
-				return fmt.Errorf("%w: mkdir %s: %w", ErrTarget, d, err)
-			}
+		for len(s.made) <= int(op.dir) {
+			s.made = append(s.made, false)
 		}
-		s.ndirs++
-		return nil
+		s.ndirs = max(s.ndirs, int(op.dir)+1)
+		_, err := s.mkdir(op.dir)
+		return err
 	case ageCreate:
+		if ok, err := s.mkdir(op.dir); !ok {
+			return err
+		}
 		s.dir[op.id], s.base[op.id], s.size[op.id] = op.dir, op.base, 0
 		return s.write(op, createFlags)
 	case ageRewrite:
@@ -105,6 +106,9 @@ func (s *ageState) apply(op ageOp) error {
 		if s.dir[op.id] < 0 {
 			s.skipped++
 			return nil
+		}
+		if ok, err := s.mkdir(op.dir); !ok {
+			return err
 		}
 		from := s.path(op.id)
 		to := filepath.Join(s.root, s.dirs[op.dir], ageFileName(op.id))
@@ -131,6 +135,29 @@ func (s *ageState) apply(op ageOp) error {
 		return nil
 	}
 	return fmt.Errorf("age: unknown operation %d", op.kind)
+}
+
+// mkdir makes directory d (and its parent) unless made already; a full
+// device refuses it (counted), and it is tried again before the next
+// file goes there. It tells whether the directory exists.
+func (s *ageState) mkdir(d int32) (bool, error) {
+	if s.made[d] {
+		return true, nil
+	}
+	p := filepath.Join(s.root, s.dirs[d])
+	for _, dir := range []string{filepath.Dir(p), p} {
+		err := again0(func() error { return syscall.Mkdir(dir, 0o755) })
+		switch {
+		case err == nil, errors.Is(err, syscall.EEXIST):
+		case errors.Is(err, syscall.ENOSPC):
+			s.enospc++
+			return false, nil
+		default:
+			return false, fmt.Errorf("%w: mkdir %s: %w", ErrTarget, dir, err)
+		}
+	}
+	s.made[d] = true
+	return true, nil
 }
 
 // write opens file op.id with flags and writes op.size bytes of its
@@ -178,13 +205,4 @@ func (s *ageState) write(op ageOp, flags int) error {
 		s.enospc++
 	}
 	return nil
-}
-
-// clone is a copy of s rooted elsewhere: the fresh copy's expected tree.
-func (s *ageState) clone(root string) *ageState {
-	c := &ageState{root: root, dirs: s.dirs, ndirs: s.ndirs}
-	c.dir = append([]int32(nil), s.dir...)
-	c.size = append([]int64(nil), s.size...)
-	c.base = append([]uint32(nil), s.base...)
-	return c
 }

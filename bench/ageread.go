@@ -175,12 +175,13 @@ type ageBatch struct {
 func runBatch(ctx context.Context, root string, files int) (ageBatch, error) {
 	var b ageBatch
 	dir := filepath.Join(root, "age-batch")
-	if err := mkdirFresh(dir); err != nil {
-		return b, err
+	err := mkdirFresh(dir)
+	var run *Run
+	if err == nil {
+		run, err = Prepare(dir, Workload{Threads: 2, Files: max(files/2, 1), Size: 4096, FilesPerDir: 100, XattrSize: 16})
 	}
-	run, err := Prepare(dir, Workload{Threads: 2, Files: max(files/2, 1), Size: 4096, FilesPerDir: 100, XattrSize: 16})
 	if err != nil {
-		return b, err
+		return b, batchFull(dir, err)
 	}
 	ops := Sequence()
 	find := func(name string) Op {
@@ -193,10 +194,7 @@ func runBatch(ctx context.Context, root string, files int) (ageBatch, error) {
 		_, err = run.Do(ctx, find("cleanup"))
 	}
 	if errors.Is(err, syscall.ENOSPC) {
-		if rerr := os.RemoveAll(dir); rerr != nil {
-			return b, fmt.Errorf("%w: removing the batch: %w", ErrTarget, rerr)
-		}
-		return b, fmt.Errorf("writes under age: %w (%w)", errFull, err)
+		return b, batchFull(dir, err)
 	}
 	if err == nil {
 		err = os.Remove(dir)
@@ -205,4 +203,16 @@ func runBatch(ctx context.Context, root string, files int) (ageBatch, error) {
 		err = fmt.Errorf("writes under age: %w", err)
 	}
 	return b, err
+}
+
+// batchFull removes what a batch the full device refused left, and says
+// so: ENOSPC is errFull, other errors stay what they are.
+func batchFull(dir string, err error) error {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	if rerr := os.RemoveAll(dir); rerr != nil {
+		return fmt.Errorf("%w: removing the batch: %w", ErrTarget, rerr)
+	}
+	return fmt.Errorf("writes under age: %w (%w)", errFull, err)
 }

@@ -365,7 +365,11 @@ func (r *ageRunner) apply(ctx context.Context, ops []ageOp, label string) error 
 				return ErrInterrupted
 			}
 			if err := t.st.apply(op); err != nil {
-				r.fail(t, fmt.Errorf("%s, %s of file %d: %w", label, ageKindNames[op.kind], op.id, err))
+				what := fmt.Sprintf("file %d", op.id)
+				if op.kind == ageMkdir {
+					what = "directory " + r.model.dirs[op.dir]
+				}
+				r.fail(t, fmt.Errorf("%s, %s of %s: %w", label, ageKindNames[op.kind], what, err))
 				break
 			}
 		}
