@@ -104,7 +104,10 @@ type AgeSide struct {
 	CreatePerSec    *float64   `json:"create_files_per_sec"`
 	AppendPerSec    *float64   `json:"append_files_per_sec"`
 	CopySeconds     *float64   `json:"copy_seconds,omitempty"` // writing the fresh copy
-	Notes           []string   `json:"notes,omitempty"`
+	// Transport is how a smallfs mount took its requests ("/dev/fuse",
+	// "io_uring"): the kernel's enable_uring may change between mounts.
+	Transport string   `json:"transport,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
 }
 
 // AgeSummary is one target over the run: the last checkpoint's figures
@@ -283,6 +286,11 @@ func (r *AgeReport) writeCheckpoint(w io.Writer, cp AgeCheckpoint) {
 		}
 	}
 	tw.Flush()
+	for _, m := range cp.Targets {
+		if a, f := m.Aged.Transport, m.Fresh.Transport; a != "" && f != "" && a != f {
+			fmt.Fprintf(w, "  note: %s aged took its requests through %s, its fresh copy through %s (pin it with --smallfs-opts uring=off)\n", m.Target, a, f)
+		}
+	}
 }
 
 func (r *AgeReport) writeSummary(w io.Writer) {

@@ -455,6 +455,9 @@ func (r *ageRunner) fresh(ctx context.Context, label string, t *ageTarget) (side
 // measure takes one side's figures: layout, cold read, writes under age.
 func (r *ageRunner) measure(ctx context.Context, label string, t Target, st *ageState) (AgeSide, error) {
 	var side AgeSide
+	if s, ok := t.(*smallfsTarget); ok {
+		side.Transport = s.transport
+	}
 	r.prog.status(label + "  layout")
 	l, err := measureLayout(ctx, t, st.root)
 	if err != nil {
