@@ -185,9 +185,9 @@ func TestAgeInterrupted(t *testing.T) {
 		}
 	}()
 	var out, errOut bytes.Buffer
-	_, err = runAge(ctx, c, &out, &errOut)
-	if !errors.Is(err, ErrInterrupted) {
-		t.Errorf("interrupted run: %v, want ErrInterrupted", err)
+	rep, err := runAge(ctx, c, &out, &errOut)
+	if !errors.Is(err, ErrInterrupted) || rep == nil || !rep.Interrupted {
+		t.Errorf("interrupted run: %v, want ErrInterrupted and a report that says so", err)
 	}
 	if m := mountsUnder(scratch); len(m) != 0 {
 		t.Errorf("still mounted: %v", m)

@@ -34,6 +34,7 @@ type AgeReport struct {
 	Summary     []AgeSummary    `json:"summary"`
 	Errors      []string        `json:"errors,omitempty"`
 	Failed      bool            `json:"failed"`
+	Interrupted bool            `json:"interrupted,omitempty"` // stopped by SIGINT or SIGTERM before its last round
 	Elapsed     time.Duration   `json:"elapsed_ns"`
 }
 
@@ -250,6 +251,13 @@ func (r *AgeReport) WriteTable(w io.Writer) error {
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "\nerror: %s", e)
+	}
+	if r.Interrupted {
+		last := 0
+		if cp := r.lastFull(); cp != nil {
+			last = cp.Round
+		}
+		fmt.Fprintf(w, "\nINTERRUPTED: the last checkpoint is of round %d of %d", last, r.Config.Rounds)
 	}
 	if r.Failed {
 		fmt.Fprintf(w, "\nFAILED: a target failed or left a corrupt image (see above and the JSON report)")

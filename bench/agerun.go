@@ -259,6 +259,7 @@ func runAge(ctx context.Context, c *config, stdout, stderr io.Writer) (rep *AgeR
 	}
 	r := &ageRunner{cfg: a, targets: run, rep: rep, prog: prog, warn: stderr}
 	err = r.run(ctx, sizes, c.w.FilesPerDir)
+	rep.Interrupted = errors.Is(err, ErrInterrupted)
 	for _, t := range run {
 		rep.Targets = append(rep.Targets, TargetInfo{Name: t.aged.Name(), Detail: t.aged.Detail()})
 	}
