@@ -17,7 +17,8 @@ type sizeSampler struct {
 }
 
 // sampleSizes walks root (without following symlinks) and keeps the size
-// of every regular file. A tree without regular files is a usage error.
+// of every regular file. A tree without a regular file holding data is a
+// usage error.
 // Unreadable subdirectories are skipped: the population is what could be
 // measured.
 func sampleSizes(root string) (*sizeSampler, error) {
@@ -46,8 +47,9 @@ func sampleSizes(root string) (*sizeSampler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: file sizes from %s: %w", ErrUsage, root, err)
 	}
-	if len(s.sizes) == 0 {
-		return nil, fmt.Errorf("%w: file sizes from %s: no regular files there", ErrUsage, root)
+	if s.total == 0 {
+		// Without a byte to write, no fill level or churn budget is ever reached.
+		return nil, fmt.Errorf("%w: file sizes from %s: no regular files with data there", ErrUsage, root)
 	}
 	slices.Sort(s.sizes)
 	return s, nil

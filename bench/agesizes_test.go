@@ -58,13 +58,19 @@ func TestSampleSizesDrawsTheTreesFiles(t *testing.T) {
 	}
 }
 
-func TestSampleSizesRefusesATreeWithoutFiles(t *testing.T) {
+func TestSampleSizesRefusesATreeWithoutData(t *testing.T) {
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sampleSizes(root); !errors.Is(err, ErrUsage) {
 		t.Errorf("tree without files: %v, want ErrUsage", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "empty", "zero"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sampleSizes(root); !errors.Is(err, ErrUsage) {
+		t.Errorf("tree of empty files: %v, want ErrUsage", err)
 	}
 	if _, err := sampleSizes(filepath.Join(root, "missing")); !errors.Is(err, ErrUsage) {
 		t.Errorf("missing tree: %v, want ErrUsage", err)
