@@ -95,7 +95,7 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	})
 	fs.StringVar(&c.replay, "replay", "", "do not run: print the table and write --svg from a --json report `FILE`")
 	fs.StringVar(&c.base, "base", "", "target the ratios are of (default smallfs, else the first)")
-	fs.BoolVar(&c.age, "age", false, "run the aging churn instead of the sequence (see below)")
+	fs.BoolVar(&c.age, "age", false, "run the aging churn instead of the sequence (described above)")
 	c.ag.register(fs)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
