@@ -196,6 +196,79 @@
 // returns 0 when every run passed, 1 when one failed or the run was
 // interrupted, 2 on a usage error.
 //
+// # Aging (--age)
+//
+// `smallfs bench --age [TARGET...]` ages each target instead of running
+// the sequence: smallfs (and smallfs:OPTS), ext4-loop and loopback (go-fuse
+// over ext4-loop); the default three. Each gets a device of --device-size
+// bytes (1 GiB), kept mounted for the whole run. File sizes are drawn
+// uniformly from the regular files under --size-tree (default the Go
+// distribution's src, `go env GOROOT`), walked when the run starts: the
+// population is measured, not written into the bench. The tree is held at
+// --fill % (90) of the smallest free space (statfs f_bfree) the targets
+// have when empty, counted in 4 KiB blocks of file data; the fill writes
+// it directory after directory, --files-per-dir files each (100), in
+// directories pNNN/dNNNNN, 32 to a parent.
+//
+// Each round then writes --churn % (5) of the tree's bytes: creates (35 %
+// of the draws, into the directory of a file picked at random, or one
+// directory in ten at random), rewrites in place (25 %, O_TRUNC, a new
+// size drawn), appends (15 %, a quarter of a drawn size), renames to
+// another directory (10 %) and deletes (15 %), each followed by deletes
+// of files picked at random while the tree is above its target. A model
+// draws the operations from --seed, once, and every target applies the
+// same ones, round by round, target after target. A write the full
+// device cuts short keeps what write(2) took; a create, mkdir or rename it
+// refuses leaves the file absent or where it was; each counts as one
+// ENOSPC, and the operations that follow (deletes among them) go on. A
+// fill above 100 % makes the churn meet a full device on purpose.
+//
+// After the fill (round 0), every --every rounds (10) and after the last
+// (--rounds, 100), each target is measured aged, then on a fresh copy: a
+// fresh device of the same kind and size, the same files of the same
+// sizes and bytes written directory after directory, measured the same
+// way and torn down (smallfs's fsck included):
+//
+//   - layout (internal/layout): extents per file (median, p99, max; all
+//     files and files of at most 64 KiB), directory spread (first to last
+//     block of a directory's files over their blocks; median, p90) and the
+//     free-space fragmentation score (alloc's). smallfs: `smallfs sync`
+//     twice (freed blocks return to free space with the commit after the
+//     one that freed them), then `smallfs info --json IMAGE`, which asks
+//     the daemon to walk its extent maps. ext4 and loopback's backing
+//     ext4: FIEMAP on every file, and the score of the free extents
+//     dumpe2fs lists, joined across block groups, after sync(2) twice.
+//   - cold read: caches dropped (sync, drop_caches 3: the mount's pages
+//     and the host's pages of the image), then the whole tree read as tar
+//     cf walks it: names in readdir order, lstat of each, directories
+//     entered as met, each file opened and read whole in 1 MiB records,
+//     one thread; MB/s (10^6 bytes) and files/s. Every byte is compared
+//     with what the churn wrote and every file's size with what write(2)
+//     took: a file lost, extra, short or changed is ErrVerify.
+//   - writes under age: --batch (2,000) files of 4 KiB created into new
+//     directories by the sequence's create step (2 threads), then its
+//     append step, files/s each; the batch is removed, untimed.
+//
+// The report is a table per checkpoint, aged and fresh rows per target
+// with aged ÷ fresh cold-read MB/s, and a summary: the last checkpoint's
+// ratio, the median ratio over the checkpoints after the fill, each
+// target's cold reads over the first target's, extents per small file
+// and ENOSPC. --json writes AgeReport (schema AgeSchema), --svg cold-read
+// MB/s over the rounds per target, aged solid and fresh dashed; --replay
+// prints and charts a saved aging report. Each checkpoint records the
+// 1-minute load average before and after the rounds since the last one.
+// A target that fails (an error other than ENOSPC, a verify mismatch, a
+// corrupt smallfs image at its unmount) is reported and takes no further
+// part; the others run on. Interrupted (SIGINT, SIGTERM), the run stops
+// between operations and unmounts and removes everything, as the
+// sequence does.
+//
+// Costs: the model and each target's state hold a few dozen bytes per
+// file ever created; a run writes the tree once per target at the fill,
+// Churn % of it per round and one fresh copy per target and checkpoint,
+// and reads it twice per target and checkpoint. docs/PERFORMANCE.md,
+// "Aging", has how long the default run takes.
+//
 // # Costs
 //
 // The engine keeps about 250 bytes of paths per file in memory (Files ×

@@ -32,6 +32,8 @@ type config struct {
 	tree        bool // --tree: the real-tree steps (tree.go) instead of the sequence
 	treeSrc     string
 	treePattern string
+	age         bool      // --age: the aging run (agerun.go)
+	ag          ageConfig // its flags
 }
 
 // DefaultTargets are what `smallfs bench` compares without arguments.
@@ -76,6 +78,17 @@ x; caches dropped, lstat of every path (git status); caches dropped, grep
 -r of --tree-pattern (its count checked against the source's); rm -rf.
 Medians of the rounds and the base target's speed over each other's.
 
+With --age, ages each target instead (smallfs, smallfs:OPTS, ext4-loop,
+loopback; the same three by default): fills a --device-size device to
+--fill % with a tree of files whose sizes are drawn from --size-tree,
+then runs --rounds rounds (default 100) of creates, rewrites, appends,
+renames across directories and deletes, the same on every target, and
+every --every rounds measures, aged and on a fresh copy of the same tree
+on a fresh device: extents per file, directory spread, free-space
+fragmentation, a cold read of the whole tree in directory order (MB/s,
+files/s) and --batch creates and appends (files/s). Caches are dropped
+before each cold read (root).
+
 Flags:
 `
 
@@ -112,6 +125,8 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	fs.StringVar(&c.treeSrc, "tree-src", "", "the directory --tree makes its tarball of (default: the Go distribution's src/)")
 	fs.StringVar(&c.treePattern, "tree-pattern", "func main()", "the string --tree greps for")
 	fs.StringVar(&c.base, "base", "", "target the ratios are of (default smallfs, else the first)")
+	fs.BoolVar(&c.age, "age", false, "run the aging churn instead of the sequence (described above)")
+	c.ag.register(fs)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
 		fs.SetOutput(stdout)
@@ -124,6 +139,15 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	c.targets = fs.Args()
 	if len(c.targets) == 0 {
 		c.targets = DefaultTargets()
+	}
+	if c.age && (c.scale || c.tree) {
+		return nil, fmt.Errorf("%w: --age, --scale and --tree are runs of their own: give one", ErrUsage)
+	}
+	if c.age {
+		if err := c.finishAge(fs); err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
 	var errs []string
 	var err error

@@ -36,6 +36,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "smallfs bench: %v\nTry 'smallfs bench --help'.\n", err)
 		return 2
 	}
+	if c.age {
+		return ageMain(c, stdout, stderr)
+	}
 	if c.replay != "" {
 		return replay(c, stdout, stderr)
 	}

@@ -42,6 +42,8 @@ func TestUsageErrors(t *testing.T) {
 		{"--nonsense"},
 		{"/no/such/directory"},
 		{"smallfs:"},
+		{"--age", "--scale"},
+		{"--tree", "--age"},
 	} {
 		var out, errOut bytes.Buffer
 		scratch := t.TempDir()

@@ -41,6 +41,9 @@
 // /proc/self/mountinfo without touching the mount, so a stuck daemon
 // cannot hang it. With metrics_addr= it also serves Prometheus text on a
 // loopback address. RUNDIR is $SMALLFS_RUN_DIR, /run/smallfs for root.
+// `smallfs info` on a mounted device asks the same socket for the layout
+// of the files (layout.go: a walk of the namespace and the extent maps,
+// which info also does itself on a device that is not mounted).
 //
 // # Offline tools
 //
@@ -78,7 +81,8 @@
 //
 // A background mount answers within tens of milliseconds: a process
 // start, opening the volume, the FUSE handshake. `smallfs stats` is a
-// process start and one round trip on the control socket. Unmounting
+// process start and one round trip on the control socket; info's layout
+// is a walk of every directory and extent map, O(files + extents). Unmounting
 // closes the volume, which writes a checkpoint (close_took in the log).
 // The daemon, once exited, may stay a zombie for a while under an init
 // that reaps late: tests count a zombie as gone. Figures

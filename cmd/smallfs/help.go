@@ -107,11 +107,16 @@ const infoHelp = `Usage: smallfs info [--json] DEVICE
 
 Shows the superblock of the smallfs filesystem on DEVICE (version, UUID,
 block size, size, generation, clean or not), the log's state, space and
-files in use, and the fragmentation of free space (score from 0, one free
+files in use, the fragmentation of free space (score from 0, one free
 extent, to 1, every free extent one block; and a histogram of free
-extent sizes). On a mounted device it names the mount point and the
-daemon's process, shows the superblock as last written, and asks the
-daemon for its live space, files and free space.
+extent sizes), and the layout of the files' data: extents per file
+(median, p99, max; for all files and for files of at most 64 KiB) and
+directory spread (from the first block of a directory's files to their
+last, over their blocks: 1 is packed; median, p90, max over directories
+holding two files with blocks). On a mounted device it names the mount
+point and the daemon's process, shows the superblock as last written,
+and asks the daemon for its live space, files, free space and the
+layout of what it has written back (smallfs sync first for all of it).
 
 Flags:
   --json   print the same as JSON

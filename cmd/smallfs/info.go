@@ -12,6 +12,7 @@ import (
 	"github.com/smallfs/smallfs/cmd/smallfs/internal/control"
 	"github.com/smallfs/smallfs/fs/device"
 	"github.com/smallfs/smallfs/fs/format"
+	"github.com/smallfs/smallfs/internal/layout"
 )
 
 type infoOpts struct{ json bool }
@@ -76,6 +77,10 @@ type usageInfo struct {
 	Files      uint64         `json:"files"`
 	FilesFree  uint64         `json:"files_free"`
 	Free       *control.Alloc `json:"free_space,omitempty"`
+	// Layout is where the files' committed data lies (extents per file,
+	// directory spread); LayoutNone says why it is missing.
+	Layout     *layout.Figures `json:"layout,omitempty"`
+	LayoutNone string          `json:"layout_none,omitempty"`
 }
 
 // info shows a device's superblock and its usage: read from the device
@@ -247,6 +252,11 @@ func (inf *deviceInfo) writeText(w io.Writer) error {
 			p("free space\t%d extents, largest %d blocks, fragmentation %.4f (0: one extent, 1: all of one block)\n",
 				f.FreeExtents, f.LargestFree, f.Score)
 			p("free sizes\t%s (extent size in blocks: count)\n", control.Histogram(f.Histogram))
+		}
+		if u.Layout != nil {
+			writeLayout(p, u.Layout)
+		} else if u.LayoutNone != "" {
+			p("layout\tnot measured: %s\n", u.LayoutNone)
 		}
 	}
 	return tw.Flush()

@@ -21,7 +21,7 @@ type mountInfo struct {
 const infoTimeout = 5 * time.Second
 
 // mountedInfo finds the smallfs mount of the device path names (under any
-// of its names) and asks its daemon for its figures. It returns nil when
+// of its names) and asks its daemon for its figures and its layout. It returns nil when
 // smallfs has no mount of it; usage is nil when the daemon did not answer
 // (Unanswered says why).
 func mountedInfo(path string) (*mountInfo, *usageInfo) {
@@ -39,10 +39,12 @@ func mountedInfo(path string) (*mountInfo, *usageInfo) {
 		if st.Space == nil {
 			return mi, nil
 		}
-		return mi, &usageInfo{
+		u := &usageInfo{
 			BlocksFree: st.Space.BlocksFree, Files: st.Space.Files, FilesFree: st.Space.FilesFree,
 			Free: st.Alloc,
 		}
+		u.Layout, u.LayoutNone = mountedLayout(control.SocketPath(control.RunDir(), m.Dev))
+		return mi, u
 	}
 	return nil, nil
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // volumeUsage opens the volume read-only and reads what info shows beyond
-// the superblock: space, files and the allocator's view of free space,
+// the superblock: space, files, the allocator's view of free space and
+// the layout of the files' data,
 // and the damage opening it worked around ("" when none), and whether
 // working around it loses committed transactions.
 func volumeUsage(path string, dev device.Device) (*usageInfo, string, bool, error) {
@@ -32,10 +33,16 @@ func volumeUsage(path string, dev device.Device) (*usageInfo, string, bool, erro
 	if ps := vol.Recovery().Inconsistent; len(ps) > 0 {
 		damage = append(damage, inconsistentLine(ps))
 	}
-	return &usageInfo{
+	u := &usageInfo{
 		BlocksFree: st.BlocksFree, Files: st.Files, FilesFree: st.FilesFree,
 		Free: volumeAlloc(vol),
-	}, strings.Join(damage, "; "), lossy, nil
+	}
+	if f, err := volumeLayout(vol); err != nil {
+		u.LayoutNone = err.Error()
+	} else {
+		u.Layout = &f
+	}
+	return u, strings.Join(damage, "; "), lossy, nil
 }
 
 // inconsistentLine says what info shows of metadata that fails its

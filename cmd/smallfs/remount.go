@@ -78,7 +78,7 @@ func remountError(dir string, toRO bool, err error) error {
 
 // handlers are the daemon's answers on its control socket.
 func (m *mounted) handlers() control.Handlers {
-	return control.Handlers{Stats: m.snapshot, Sync: m.syncRequest, Remounted: m.remounted, Scrub: m.scrub}
+	return control.Handlers{Stats: m.snapshot, Sync: m.syncRequest, Remounted: m.remounted, Scrub: m.scrub, Layout: m.layout}
 }
 
 // syncRequest commits everything, for a client about to remount ro.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/smallfs/smallfs/accounting"
+	"github.com/smallfs/smallfs/internal/layout"
 )
 
 func sample() Stats {
@@ -369,5 +370,41 @@ func TestSocketDirOthersControl(t *testing.T) {
 				t.Error("Listen in a directory others control succeeded")
 			}
 		})
+	}
+}
+
+// TestLayoutRequest: a daemon with a layout handler answers its figures
+// or its error; one without refuses the request.
+func TestLayoutRequest(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	fail := errors.New("walk failed")
+	var mu sync.Mutex
+	var answer error
+	srv, err := Serve(path, Handlers{Stats: sample, Layout: func() (layout.Figures, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return layout.Figures{BlockSize: 4096, Files: 3, Spread: layout.Spread{Dirs: 1, Median: 1.5}}, answer
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Layout(path, time.Second)
+	if err != nil || f.Files != 3 || f.Spread.Median != 1.5 {
+		t.Errorf("Layout = %+v, %v", f, err)
+	}
+	mu.Lock()
+	answer = fail
+	mu.Unlock()
+	if _, err := Layout(path, time.Second); err == nil || !strings.Contains(err.Error(), "walk failed") {
+		t.Errorf("failing Layout = %v", err)
+	}
+	srv.Close()
+	srv, err = Listen(path, sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if _, err := Layout(path, time.Second); err == nil || !strings.Contains(err.Error(), "unknown request") {
+		t.Errorf("Layout of a daemon without it = %v", err)
 	}
 }

@@ -9,7 +9,9 @@
 // client finds the socket from the mount point alone and never touches the
 // mounted filesystem (a stuck daemon cannot hang it). A connection carries
 // one request line, {"op":"stats"}, and one response line holding Stats as
-// JSON. The figures are gathered when asked; serving them costs the
+// JSON; {"op":"layout"} answers layout.Figures, measured by a walk of the
+// namespace (smallfs info on a mounted device asks for it). The figures
+// are gathered when asked; serving them costs the
 // filesystem nothing in between.
 //
 // Stats has one section per layer; a section the daemon cannot fill is

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/smallfs/smallfs/internal/layout"
 )
 
 var (
@@ -68,9 +70,10 @@ type request struct {
 }
 
 type response struct {
-	Stats *Stats `json:"stats,omitempty"`
-	Done  bool   `json:"done,omitempty"` // a sync or remounted request succeeded
-	Error string `json:"error,omitempty"`
+	Stats  *Stats          `json:"stats,omitempty"`
+	Layout *layout.Figures `json:"layout,omitempty"`
+	Done   bool            `json:"done,omitempty"` // a sync or remounted request succeeded
+	Error  string          `json:"error,omitempty"`
 }
 
 // Handlers are what a daemon does for each request. Stats is required;
@@ -89,6 +92,9 @@ type Handlers struct {
 	// progress now and then, until done or ctx is cancelled (the client
 	// went away).
 	Scrub func(ctx context.Context, req ScrubRequest, progress func(ScrubStatus)) (ScrubStatus, error)
+	// Layout walks the namespace and measures where the committed data
+	// of every file lies ("layout").
+	Layout func() (layout.Figures, error)
 }
 
 // Server answers requests on a unix socket. Each connection sends one
@@ -210,6 +216,13 @@ func (s *Server) handle(c net.Conn) {
 	case req.Op == "scrub" && req.Scrub != nil && s.h.Scrub != nil:
 		s.serveScrub(c, *req.Scrub)
 		return
+	case req.Op == "layout" && s.h.Layout != nil:
+		_ = c.SetDeadline(time.Now().Add(syncTimeout))
+		f, err := s.h.Layout()
+		if err == nil {
+			resp.Layout = &f
+		}
+		resp.Error = errText(err)
 	case req.Op == "remounted" && s.h.Remounted != nil:
 		_ = c.SetDeadline(time.Now().Add(syncTimeout))
 		resp.Done, resp.Error = done(s.h.Remounted(req.ReadOnly))
@@ -217,6 +230,13 @@ func (s *Server) handle(c net.Conn) {
 		resp.Error = fmt.Sprintf("unknown request %q", req.Op)
 	}
 	_ = json.NewEncoder(c).Encode(resp)
+}
+
+func errText(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 func done(err error) (bool, string) {
@@ -239,6 +259,23 @@ func Fetch(path string, timeout time.Duration) (Stats, error) {
 		return Stats{}, fmt.Errorf("stats: daemon refused: %s", resp.Error)
 	}
 	return *resp.Stats, nil
+}
+
+// Layout asks the daemon listening at path for the layout of its files
+// (layout.Figures) and waits for the walk (up to ten minutes). dial
+// bounds the connect.
+func Layout(path string, dial time.Duration) (layout.Figures, error) {
+	resp, err := ask(path, request{Op: "layout"}, dial, syncTimeout)
+	switch {
+	case errors.Is(err, ErrNoDaemon):
+		return layout.Figures{}, err
+	case err != nil:
+		return layout.Figures{}, fmt.Errorf("layout: %w", err)
+	}
+	if resp.Layout == nil {
+		return layout.Figures{}, fmt.Errorf("layout: daemon refused: %s", resp.Error)
+	}
+	return *resp.Layout, nil
 }
 
 // Sync asks the daemon listening at path to commit everything written so
