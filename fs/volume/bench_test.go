@@ -101,7 +101,7 @@ type smallFileOps struct {
 	sync, done              func() error
 }
 
-// BenchmarkSmallFiles is the in-process figure: 2 goroutines, each
+// BenchmarkSmallFiles is the in-process small-file figure: 2 goroutines, each
 // in its own directory, create+write+close, read, stat and delete
 // -bench.files 4 KiB files. The same phases through the os package on the
 // host filesystem run beside it for a ratio. Run with -benchtime=1x.
