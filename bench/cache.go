@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync/atomic"
 	"syscall"
 )
 
 // dropCachesPath is where the kernel takes the request to drop clean
 // caches; a variable so tests can point it elsewhere.
 var dropCachesPath = "/proc/sys/vm/drop_caches"
+
+// drops counts the drops asked for: tests, whose drops write a file of
+// their own instead (TestMain), see that a step asked for one.
+var drops atomic.Int64
 
 // dropCaches writes back every dirty page (sync(2)) and then drops the
 // kernel's clean page cache, dentries and inodes (drop_caches 3): the
@@ -20,6 +25,7 @@ var dropCachesPath = "/proc/sys/vm/drop_caches"
 // them it returns ErrUnsupported (the cold step is reported n/a), and
 // ErrTarget on any other failure.
 func dropCaches() error {
+	drops.Add(1)
 	syscall.Sync()
 	err := os.WriteFile(dropCachesPath, []byte("3\n"), 0)
 	switch {
