@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,27 +10,11 @@ import (
 
 // TestMain lets the test binary be the loopback target's server: the
 // target starts `EXE bench serve-loopback ROOT MNT`, as smallfs does.
-// No test drops the machine's caches: the packages testing beside this
-// one count the kernel's requests, and a drop between two of theirs
-// adds lookups. dropCaches writes a file of the binary's instead, which
-// tests that want to see the drop read (fakeDropCaches gives one its own).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "bench" {
 		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	dir, err := os.MkdirTemp("", "smallfs-bench-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	dropCachesPath = filepath.Join(dir, "drop_caches")
-	if err := os.WriteFile(dropCachesPath, nil, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 func TestUsageErrors(t *testing.T) {
