@@ -13,8 +13,7 @@ import (
 // caches; a variable so tests can point it elsewhere.
 var dropCachesPath = "/proc/sys/vm/drop_caches"
 
-// drops counts the drops asked for: tests, whose drops write a file of
-// their own instead (TestMain), see that a step asked for one.
+// drops counts the drops asked for, for the tests.
 var drops atomic.Int64
 
 // dropCaches writes back every dirty page (sync(2)) and then drops the
