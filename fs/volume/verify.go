@@ -38,7 +38,9 @@ func (v *Volume) VerifiesReads() bool { return v.sums != nil }
 // yet covered while an image is given checksums) is read unverified and
 // counted.
 func (v *Volume) readData(p []byte, devOff int64, fileOff uint64) error {
-	defer v.ra.read(devOff, int64(len(p)), fileOff == 0)
+	// Ahead of the read, as ReadPlan's splice is: the prefetch then
+	// travels with this read instead of after it.
+	v.ra.read(devOff, int64(len(p)), fileOff == 0)
 	if v.sums == nil {
 		if _, err := v.dev.ReadAt(p, devOff); err != nil {
 			return opErr("read", "", err)
