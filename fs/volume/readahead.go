@@ -16,7 +16,8 @@ import (
 // in the subdirectory's own region) and at every gap a deleted or
 // rewritten file left. The volume keeps a few streams of its own: a
 // read of a file from its start that lands where no stream is starts
-// one; a second read inside the 128 KiB after it confirms a walk and
+// one; the start of another file inside the 128 KiB after it confirms a
+// walk and
 // asks the device to prefetch the next 128 KiB; from then on, once less
 // than half of the window lies ahead of the reader, the next window is
 // asked for, twice as large, up to Options.Readahead.
@@ -64,8 +65,8 @@ func newReadahead(dev device.Device, max int64) *readahead {
 // starts at the beginning of its file, the only read that may start a
 // stream (a read further into a file is the kernel's readahead of that
 // file, which the host follows on its own). A new stream asks for
-// nothing until a second read lands in its first window: one file read
-// alone costs no prefetch.
+// nothing until the start of another file lands in its first window:
+// one file read alone, whole or in pieces, costs no prefetch.
 func (r *readahead) read(off, n int64, first bool) {
 	if r == nil {
 		return
@@ -84,6 +85,13 @@ func (r *readahead) read(off, n int64, first bool) {
 	}
 	s.used = r.clock
 	s.next = max(s.next, end)
+	if s.win == 0 && !first {
+		// One file read on by the kernel's readahead of it: not yet a
+		// walk; the next file's start after it may make one.
+		s.end = max(s.end, s.next+raFirst)
+		r.mu.Unlock()
+		return
+	}
 	var from, size int64
 	switch {
 	case s.win == 0: // confirmed: a walk

@@ -60,10 +60,18 @@ func TestReadaheadIgnoresReadsInsideFiles(t *testing.T) {
 	dev := &prefetchLog{}
 	r := newReadahead(dev, 1<<20)
 	for off := int64(0); off < 1<<20; off += 128 << 10 {
-		r.read(off, 128<<10, false) // one large file, read by the kernel's readahead
+		r.read(off, 128<<10, false) // no file's start: no stream
+	}
+	r.read(4<<20, 128<<10, true) // one large file from its start, then on
+	for off := int64(4<<20 + 128<<10); off < 6<<20; off += 128 << 10 {
+		r.read(off, 128<<10, false)
 	}
 	if c := dev.take(); c != nil {
-		t.Fatalf("reads inside a file prefetched %v", c)
+		t.Fatalf("reads of one file prefetched %v", c)
+	}
+	r.read(6<<20+4096, 4096, true) // the next file: a walk
+	if c, want := dev.take(), [][2]int64{{6<<20 + 8192, 128 << 10}}; !slices.Equal(c, want) {
+		t.Fatalf("the file after a large one: %v, want %v", c, want)
 	}
 }
 
