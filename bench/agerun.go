@@ -138,17 +138,7 @@ func ageMain(c *config, stdout, stderr io.Writer) int {
 			err = errors.Join(err, werr)
 		}
 	}
-	switch {
-	case errors.Is(err, ErrUsage):
-		fmt.Fprintf(stderr, "smallfs bench: %v\n", err)
-		return 2
-	case err != nil:
-		fmt.Fprintf(stderr, "smallfs bench: %v\n", err)
-		return 1
-	case rep.Failed:
-		return 1
-	}
-	return 0
+	return exitStatus(err, rep != nil && rep.Failed, stderr)
 }
 
 // ageTarget is one target of the aging run: the aged filesystem, mounted

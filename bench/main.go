@@ -56,6 +56,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			err = errors.Join(err, werr)
 		}
 	}
+	return exitStatus(err, rep != nil && rep.Failed, stderr)
+}
+
+// exitStatus is Main's status for a run that ended with err, failed
+// saying whether one of its runs failed: 2 a usage error, 1 an error or
+// a failed run, 0 all passed. It prints err.
+func exitStatus(err error, failed bool, stderr io.Writer) int {
 	switch {
 	case errors.Is(err, ErrUsage):
 		fmt.Fprintf(stderr, "smallfs bench: %v\n", err)
@@ -63,7 +70,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		fmt.Fprintf(stderr, "smallfs bench: %v\n", err)
 		return 1
-	case rep.Failed:
+	case failed:
 		return 1
 	}
 	return 0

@@ -190,17 +190,7 @@ func runTree(ctx context.Context, c *config, stdout, stderr io.Writer) int {
 			err = errors.Join(err, jerr)
 		}
 	}
-	switch {
-	case errors.Is(err, ErrUsage):
-		fmt.Fprintf(stderr, "smallfs bench: %v\n", err)
-		return 2
-	case err != nil:
-		fmt.Fprintf(stderr, "smallfs bench: %v\n", err)
-		return 1
-	case rep.Failed:
-		return 1
-	}
-	return 0
+	return exitStatus(err, rep != nil && rep.Failed, stderr)
 }
 
 func treeBench(ctx context.Context, c *config, stdout, stderr io.Writer) (rep *TreeReport, err error) {
