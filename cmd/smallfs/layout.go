@@ -75,7 +75,7 @@ func (s *fuseSession) Layout() (layout.Figures, error) { return volumeLayout(s.v
 func (m *mounted) layout() (layout.Figures, error) {
 	l, ok := m.sess.(layouter)
 	if !ok {
-		return layout.Figures{}, fmt.Errorf("this session cannot measure its layout")
+		return layout.Figures{}, fmt.Errorf("this mount cannot measure its layout")
 	}
 	start := time.Now()
 	f, err := l.Layout()
