@@ -278,8 +278,11 @@ func (q *queue) close() {
 
 // register hands all entries to the kernel, which completes each when a
 // request has been written into it. A refusal (an old kernel, a
-// connection without io_uring) completes at once, so it is reaped here.
-func (q *queue) register() error {
+// connection without io_uring) completes at once, so it is reaped here
+// and returned as the error; an entry that already holds a request (the
+// kernel may write one before this returns) is returned with the other
+// completions reaped, for serve to answer.
+func (q *queue) register() ([]cqe, error) {
 	q.r.mu.Lock()
 	for i := range q.ents {
 		q.pushCmd(i, cmdRegister, 0)
@@ -288,19 +291,23 @@ func (q *queue) register() error {
 	n := q.r.takeUnsubmitted()
 	q.r.mu.Unlock()
 	if err := q.r.enter(n, false); err != nil {
-		return fmt.Errorf("uring: register queue %d: %w", q.qid, err)
+		return nil, fmt.Errorf("uring: register queue %d: %w", q.qid, err)
 	}
 	q.live = len(q.ents)
 	var errs []error
+	var arrived []cqe
 	for _, c := range q.r.reap(nil) {
-		if c.userData == wakeTag {
+		switch {
+		case c.res >= 0:
+			arrived = append(arrived, c)
+		case c.userData == wakeTag:
 			errs = append(errs, fmt.Errorf("uring: queue %d: read of its eventfd: %w", q.qid, syscall.Errno(-c.res)))
-			continue
+		default:
+			q.live--
+			errs = append(errs, fmt.Errorf("uring: register queue %d entry %d: %w", q.qid, c.userData, syscall.Errno(-c.res)))
 		}
-		q.live--
-		errs = append(errs, fmt.Errorf("uring: register queue %d entry %d: %w", q.qid, c.userData, syscall.Errno(-c.res)))
 	}
-	return errors.Join(errs...)
+	return arrived, errors.Join(errs...)
 }
 
 // pushCmd queues a FUSE command for entry i; the caller holds q.r.mu.
@@ -343,14 +350,12 @@ func (q *queue) serve(started chan<- error) {
 	var set unix.CPUSet
 	set.Set(int(q.qid))
 	_ = unix.SchedSetaffinity(0, &set)
-	if err := q.register(); err != nil {
-		started <- err
-		if q.live == 0 {
-			return
-		}
-	} else {
-		started <- nil
+	arrived, err := q.register()
+	started <- err
+	if err != nil && q.live == 0 {
+		return
 	}
+	q.handle(arrived)
 	var cqes []cqe
 	for q.live > 0 {
 		q.r.mu.Lock()
@@ -361,42 +366,50 @@ func (q *queue) serve(started chan<- error) {
 			return
 		}
 		cqes = q.r.reap(cqes[:0])
-		for _, c := range cqes {
-			if c.userData == wakeTag {
-				q.r.mu.Lock()
-				for _, i := range q.finished {
-					q.pushCmd(i, cmdCommitAndFetch, q.ents[i].commitID)
-				}
-				q.finished = q.finished[:0]
-				q.armWake()
-				q.r.mu.Unlock()
-				continue
-			}
-			i := int(c.userData)
-			if c.res < 0 {
-				// The connection ended (ENOTCONN, ECONNABORTED at
-				// unmount or abort), or the kernel refused the entry.
-				q.live--
-				errno := syscall.Errno(-c.res)
-				switch errno {
-				case syscall.ENOTCONN, syscall.ECONNABORTED, syscall.ENODEV, syscall.ECANCELED:
-				default:
-					q.fail(fmt.Errorf("uring: queue %d entry %d: %w", q.qid, i, errno))
-				}
-				continue
-			}
-			e := &q.ents[i]
-			if mayWait(binary.LittleEndian.Uint32(e.header[hdrInOut+4:])) {
-				q.t.async.Add(1)
-				q.t.answering.Add(1)
-				go q.answerAndCommit(i)
-				continue
-			}
-			commitID := q.answer(e)
+		q.handle(cqes)
+	}
+}
+
+// handle acts on completions: a request written into an entry is
+// answered (here, or off this goroutine when it may wait), an entry the
+// kernel ended is dropped, and the eventfd's wake-up sends the commits
+// of the entries answered elsewhere.
+func (q *queue) handle(cqes []cqe) {
+	for _, c := range cqes {
+		if c.userData == wakeTag {
 			q.r.mu.Lock()
-			q.pushCmd(i, cmdCommitAndFetch, commitID)
+			for _, i := range q.finished {
+				q.pushCmd(i, cmdCommitAndFetch, q.ents[i].commitID)
+			}
+			q.finished = q.finished[:0]
+			q.armWake()
 			q.r.mu.Unlock()
+			continue
 		}
+		i := int(c.userData)
+		if c.res < 0 {
+			// The connection ended (ENOTCONN, ECONNABORTED at
+			// unmount or abort), or the kernel refused the entry.
+			q.live--
+			errno := syscall.Errno(-c.res)
+			switch errno {
+			case syscall.ENOTCONN, syscall.ECONNABORTED, syscall.ENODEV, syscall.ECANCELED:
+			default:
+				q.fail(fmt.Errorf("uring: queue %d entry %d: %w", q.qid, i, errno))
+			}
+			continue
+		}
+		e := &q.ents[i]
+		if mayWait(binary.LittleEndian.Uint32(e.header[hdrInOut+4:])) {
+			q.t.async.Add(1)
+			q.t.answering.Add(1)
+			go q.answerAndCommit(i)
+			continue
+		}
+		commitID := q.answer(e)
+		q.r.mu.Lock()
+		q.pushCmd(i, cmdCommitAndFetch, commitID)
+		q.r.mu.Unlock()
 	}
 }
 
