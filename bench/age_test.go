@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestAgeEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	if !slicesEqual(rounds, []int{0, 2}) {
+	if !slices.Equal(rounds, []int{0, 2}) {
 		t.Errorf("checkpoints at rounds %v, want 0 and 2", rounds)
 	}
 	if cp := rep.Checkpoints[len(rep.Checkpoints)-1]; cp.Ops[ageRename] == 0 || cp.Ops[ageRewrite] == 0 || cp.Ops[ageAppend] == 0 || cp.Ops[ageDelete] == 0 {
@@ -119,18 +120,6 @@ func TestAgeEndToEnd(t *testing.T) {
 	if names, _ := readNames(scratch); len(names) != 0 {
 		t.Errorf("scratch directory left behind: %v", names)
 	}
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestAgeFullDevice holds the tree above what the device holds: writes
@@ -233,24 +222,12 @@ Group 2: (Blocks 65536-98303)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []uint64{100, 1, 768 + 32, 10}; !slicesEqualU(lens, want) {
+	if want := []uint64{100, 1, 768 + 32, 10}; !slices.Equal(lens, want) {
 		t.Errorf("free extents %v, want %v", lens, want)
 	}
 	if _, err := dumpe2fsFree("  Free blocks: 9-3\n"); err == nil {
 		t.Error("a range that ends before it starts was accepted")
 	}
-}
-
-func slicesEqualU(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestAgeModelHoldsTheFill: the churn keeps the tree at its target, the

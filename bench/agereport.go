@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -365,14 +366,10 @@ func minOf(v []int64) int64 {
 	if len(v) == 0 {
 		return 0
 	}
-	m := v[0]
-	for _, x := range v[1:] {
-		m = min(m, x)
-	}
-	return m
+	return slices.Min(v)
 }
 
-// human prints bytes in binary units.
+// humanBytes prints bytes in binary units.
 func humanBytes(n int64) string {
 	const u = "KMGT"
 	v := float64(n)

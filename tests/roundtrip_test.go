@@ -106,23 +106,6 @@ func TestRoundTrips(t *testing.T) {
 		{"delete in a changed directory", mix{"UNLINK": 1}, mix{"UNLINK": 1},
 			func(m *fsMount) error { return os.Remove(m.path("second")) }, 1},
 	}
-	// withFlush is a default-mode mix under FlushOnClose: one FLUSH more
-	// per close of a file opened for writing.
-	withFlush := func(in mix) mix {
-		out := maps.Clone(in)
-		if in["WRITE"] > 0 {
-			out["FLUSH"] = 1
-		}
-		return out
-	}
-	// withDirCheck adds the directory's GETATTRs of kernel mode checks.
-	withDirCheck := func(in mix, n uint64) mix {
-		out := maps.Clone(in)
-		if n > 0 {
-			out["GETATTR"] += n
-		}
-		return out
-	}
 	for _, mode := range []string{"default", "flush-on-close", "no-open", "kernel-permissions"} {
 		t.Run(mode, func(t *testing.T) {
 			// A drop of the kernel's caches (another package's test, a
@@ -130,7 +113,7 @@ func TestRoundTrips(t *testing.T) {
 			// the walk is done again on a fresh mount when one happened.
 			for attempt := 1; ; attempt++ {
 				drops := kernelCacheDrops(t)
-				failures := roundTripWalk(t, mode, steps, withFlush, withDirCheck)
+				failures := roundTripWalk(t, mode, steps)
 				if len(failures) == 0 {
 					return
 				}
@@ -156,7 +139,7 @@ type roundTripStep struct {
 
 // roundTripWalk runs TestRoundTrips' warm-up and steps on a fresh mount
 // in one mode and returns what differed from the expected requests.
-func roundTripWalk(t *testing.T, mode string, steps []roundTripStep, withFlush func(requestMix) requestMix, withDirCheck func(requestMix, uint64) requestMix) []string {
+func roundTripWalk(t *testing.T, mode string, steps []roundTripStep) []string {
 	type mix = requestMix
 	var failures []string
 	noOpen := mode == "no-open"
@@ -189,31 +172,39 @@ func roundTripWalk(t *testing.T, mode string, steps []roundTripStep, withFlush f
 		warm[2].want = mix{"LOOKUP": 1, "MKNOD": 1, "GETXATTR": 1, "WRITE": 1}
 	}
 	for i, w := range warm {
-		switch mode {
-		case "flush-on-close":
-			w.want = withFlush(w.want)
-		case "kernel-permissions":
-			w.want = withDirCheck(w.want, w.dirCheck)
-		}
+		w.want = modeMix(mode, w.want, w.want, w.dirCheck) // w.want is no-open's already
 		if got := m.costOf(t, w.want, func() error { return w.op(m) }); !maps.Equal(got, w.want) {
 			failures = append(failures, fmt.Sprintf("warm-up %d: requests %v, want %v", i, got, w.want))
 		}
 	}
 	for _, s := range steps {
-		want := s.normal
-		switch mode {
-		case "no-open":
-			want = s.noOpen
-		case "flush-on-close":
-			want = withFlush(want)
-		case "kernel-permissions":
-			want = withDirCheck(want, s.dirCheck)
-		}
+		want := modeMix(mode, s.normal, s.noOpen, s.dirCheck)
 		if got := m.costOf(t, want, func() error { return s.op(m) }); !maps.Equal(got, want) {
 			failures = append(failures, fmt.Sprintf("%s: requests %v, want %v", s.name, got, want))
 		}
 	}
 	return failures
+}
+
+// modeMix is what a step that costs normal by default (noOpen in no-open
+// mode) costs in mode: under FlushOnClose one FLUSH more per close of a
+// file opened for writing; under kernel mode checks dirCheck GETATTRs
+// of the directory more.
+func modeMix(mode string, normal, noOpen requestMix, dirCheck uint64) requestMix {
+	out := maps.Clone(normal)
+	switch mode {
+	case "no-open":
+		return noOpen
+	case "flush-on-close":
+		if normal["WRITE"] > 0 {
+			out["FLUSH"] = 1
+		}
+	case "kernel-permissions":
+		if dirCheck > 0 {
+			out["GETATTR"] += dirCheck
+		}
+	}
+	return out
 }
 
 // kernelCacheDrops is how many times the kernel's caches have been

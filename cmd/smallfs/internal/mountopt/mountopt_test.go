@@ -346,10 +346,17 @@ func TestReadaheadValues(t *testing.T) {
 		if err := c.Apply("readahead=" + v); err != nil || c.Readahead != want {
 			t.Errorf("readahead=%s: %d, %v; want %d", v, c.Readahead, err, want)
 		}
-		if back := windowString(c.Readahead); back != v && !(want == -1 && back == "off") {
-			if n, _ := parseWindow(back); n != want {
-				t.Errorf("readahead=%s listed as %s, which reads back as %d", v, back, n)
-			}
+		if back := windowString(c.Readahead); mustWindow(t, back) != want {
+			t.Errorf("readahead=%s listed as %s, which reads back otherwise", v, back)
 		}
 	}
+}
+
+func mustWindow(t *testing.T, v string) int64 {
+	t.Helper()
+	n, err := parseWindow(v)
+	if err != nil {
+		t.Fatalf("readahead=%s as listed does not parse: %v", v, err)
+	}
+	return n
 }
